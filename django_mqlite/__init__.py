@@ -1,0 +1,81 @@
+"""django-mqlite: the project's own database as a reliable message and task queue.
+
+``import django_mqlite as mq`` gives the public API (SPEC §3). Importing this package
+never imports models, so it is safe in settings, ``AppConfig`` and task modules.
+"""
+
+from __future__ import annotations
+
+from .engine import clock
+from .engine.claim import receive, receive_deferred
+from .engine.inspect import peek, stats
+from .engine.maintenance import reap
+from .engine.queues import create_queue, delete_queue, get_queue, list_queues
+from .engine.redrive import purge, redrive
+from .engine.send import cancel_scheduled, send, send_batch
+from .engine.settle import abandon, complete, complete_batch, defer, reject, renew, renew_batch
+from .engine.types import (
+    Mode,
+    Ordering,
+    OutMessage,
+    Peeked,
+    Queue,
+    QueueStats,
+    Received,
+    State,
+)
+from .exceptions import (
+    DedupConflictError,
+    GroupRequiredError,
+    InvalidArgumentError,
+    LockLostError,
+    MessageTooLargeError,
+    MQLiteError,
+    QueueNotEmptyError,
+    QueueNotFoundError,
+    Reject,
+)
+from .idempotency import once
+
+__all__ = [
+    "DedupConflictError",
+    "GroupRequiredError",
+    "InvalidArgumentError",
+    "LockLostError",
+    "MQLiteError",
+    "MessageTooLargeError",
+    "Mode",
+    "Ordering",
+    "OutMessage",
+    "Peeked",
+    "Queue",
+    "QueueNotEmptyError",
+    "QueueNotFoundError",
+    "QueueStats",
+    "Received",
+    "Reject",
+    "State",
+    "abandon",
+    "cancel_scheduled",
+    "clock",
+    "complete",
+    "complete_batch",
+    "create_queue",
+    "defer",
+    "delete_queue",
+    "get_queue",
+    "list_queues",
+    "once",
+    "peek",
+    "purge",
+    "reap",
+    "receive",
+    "receive_deferred",
+    "redrive",
+    "reject",
+    "renew",
+    "renew_batch",
+    "send",
+    "send_batch",
+    "stats",
+]

@@ -1,0 +1,27 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.apps import AppConfig
+from django.db.models.signals import post_migrate
+
+
+class MQLiteConfig(AppConfig):
+    name = "django_mqlite"
+    verbose_name = "Message queue"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from . import checks  # noqa: F401  (registers the system checks)
+
+        post_migrate.connect(_sync_declared_queues, sender=self)
+
+
+def _sync_declared_queues(using: str, **kwargs: Any) -> None:
+    """After ``migrate``, create or update the queues declared in ``MQLITE["QUEUES"]``."""
+    from .conf import mqlite_settings
+    from .engine.queues import sync_declared
+
+    if using != mqlite_settings.DATABASE or not mqlite_settings.QUEUES:
+        return
+    sync_declared(mqlite_settings.QUEUES, using=using)

@@ -1,0 +1,100 @@
+"""System checks: refuse databases we do not support, warn about SQLite settings that
+make a queue slow or fragile. Ids are stable: ``django_mqlite.E00x`` / ``W00x``."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from django.conf import settings
+from django.core.checks import CheckMessage, Error, Tags, Warning, register
+from django.db import connections
+
+from .conf import mqlite_settings
+
+SUPPORTED_ENGINES = {
+    "django.db.backends.sqlite3": "sqlite",
+    "django.db.backends.postgresql": "postgresql",
+}
+MIN_SQLITE = (3, 35, 0)
+RECOMMENDED_SQLITE_OPTIONS = (
+    '"OPTIONS": {"transaction_mode": "IMMEDIATE", "timeout": 20, '
+    '"init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"}'
+)
+
+
+def _db() -> tuple[str, dict[str, Any]]:
+    alias = mqlite_settings.DATABASE
+    return alias, settings.DATABASES.get(alias, {})
+
+
+@register()
+def check_database(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    alias, conf = _db()
+    if not conf:
+        return [
+            Error(
+                f'MQLITE["DATABASE"] names {alias!r}, which is not in DATABASES.',
+                hint="Set MQLITE['DATABASE'] to one of your database aliases.",
+                id="django_mqlite.E003",
+            )
+        ]
+    engine = conf.get("ENGINE", "")
+    vendor = SUPPORTED_ENGINES.get(engine)
+    if vendor is None and engine.endswith(("postgresql", "postgis", "sqlite3", "spatialite")):
+        vendor = "postgresql" if "post" in engine else "sqlite"
+    if vendor is None:
+        return [
+            Error(
+                f"django-mqlite does not support the database engine {engine!r} "
+                f"(alias {alias!r}).",
+                hint="Use SQLite (embedded) or PostgreSQL (scale-out) for the queue database; "
+                "point MQLITE['DATABASE'] at such an alias.",
+                id="django_mqlite.E001",
+            )
+        ]
+    out: list[CheckMessage] = []
+    if vendor == "sqlite":
+        if sqlite3.sqlite_version_info < MIN_SQLITE:
+            out.append(
+                Error(
+                    f"SQLite {sqlite3.sqlite_version} is too old: django-mqlite needs 3.35+ "
+                    "(UPDATE ... RETURNING).",
+                    hint="Upgrade SQLite (for example with a newer Python build).",
+                    id="django_mqlite.E002",
+                )
+            )
+        options = conf.get("OPTIONS", {})
+        if str(options.get("transaction_mode", "")).upper() != "IMMEDIATE":
+            out.append(
+                Warning(
+                    "SQLite transactions are not started with BEGIN IMMEDIATE: concurrent "
+                    "writers can fail with 'database is locked' instead of waiting.",
+                    hint=f"Add {RECOMMENDED_SQLITE_OPTIONS} to DATABASES[{alias!r}].",
+                    id="django_mqlite.W001",
+                )
+            )
+    return out
+
+
+@register(Tags.database)
+def check_sqlite_wal(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    databases = kwargs.get("databases") or []
+    alias, conf = _db()
+    if alias not in databases or SUPPORTED_ENGINES.get(conf.get("ENGINE", "")) != "sqlite":
+        return []
+    if conf.get("NAME") in (":memory:", "") or "mode=memory" in str(conf.get("NAME")):
+        return []
+    with connections[alias].cursor() as cursor:
+        cursor.execute("PRAGMA journal_mode")
+        mode = str(cursor.fetchone()[0]).lower()
+    if mode != "wal":
+        return [
+            Warning(
+                f"SQLite database {alias!r} is in journal_mode={mode}, not WAL: readers "
+                "block the writer and every commit costs more.",
+                hint=f"Add {RECOMMENDED_SQLITE_OPTIONS} to DATABASES[{alias!r}].",
+                id="django_mqlite.W002",
+            )
+        ]
+    return []

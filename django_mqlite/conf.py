@@ -1,0 +1,69 @@
+"""The ``MQLITE`` setting, resolved over defaults.
+
+``mqlite_settings.RECEIPT_TTL`` etc. read the current value; the cache is dropped when
+``MQLITE`` changes (``override_settings`` in tests included).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.core.signals import setting_changed
+
+DEFAULTS: dict[str, Any] = {
+    # Database alias holding the queue tables.
+    "DATABASE": "default",
+    # Queues created/updated by migrate and at worker start: {name: {option: value}}.
+    "QUEUES": {},
+    # Seconds a settlement receipt / receive attempt can replay.
+    "RECEIPT_TTL": 1800,
+    # Largest accepted body, in bytes.
+    "MAX_BODY_BYTES": 1024 * 1024,
+    # Global DLQ retention defaults (per-queue 0/None inherits; <0 is unbounded).
+    "DLQ_MAX_AGE": None,
+    "DLQ_MAX_COUNT": None,
+    "DLQ_MAX_BYTES": None,
+    # Rows a maintenance statement touches at most, so no pass holds the writer for long.
+    "REAP_CHUNK": 1000,
+    # Seconds between reaper passes inside a worker / runreaper.
+    "REAP_INTERVAL": 1.0,
+    # Seconds after which a silent worker's locks are reclaimed.
+    "WORKER_STALE_AFTER": 15.0,
+    # Seconds between worker heartbeats.
+    "HEARTBEAT_INTERVAL": 5.0,
+    # HTTP API: DRF class paths; None means the project's REST_FRAMEWORK defaults.
+    "API_AUTHENTICATION_CLASSES": None,
+    "API_PERMISSION_CLASSES": None,
+    "API_MAX_REQUEST_BYTES": 16 * 1024 * 1024,
+    "API_MAX_BATCH": 256,
+    # Periodic schedules: {name: {"cron": "*/5 * * * *", "task": "path" | "queue": ..., ...}}.
+    "PERIODIC": {},
+}
+
+
+class MQLiteSettings:
+    def __init__(self) -> None:
+        self._cache: dict[str, Any] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in DEFAULTS:
+            raise AttributeError(f"unknown MQLITE setting {name!r}")
+        if name not in self._cache:
+            user = getattr(settings, "MQLITE", {}) or {}
+            self._cache[name] = user.get(name, DEFAULTS[name])
+        return self._cache[name]
+
+    def reload(self) -> None:
+        self._cache.clear()
+
+
+mqlite_settings = MQLiteSettings()
+
+
+def _reload(*, setting: str, **kwargs: Any) -> None:
+    if setting == "MQLITE":
+        mqlite_settings.reload()
+
+
+setting_changed.connect(_reload)

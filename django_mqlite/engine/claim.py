@@ -1,0 +1,262 @@
+"""Consuming: ``receive`` (peek-lock and receive-and-delete) and ``receive_deferred``.
+
+A claim is one ``UPDATE ... WHERE seq IN (SELECT ... LIMIT n) RETURNING`` statement. The
+inner SELECT seeks the partial index ``mqlite_msg_claim`` (active, unblocked rows in
+(queue, priority desc, seq) order), so its cost does not grow with the backlog. On
+PostgreSQL it adds ``FOR UPDATE SKIP LOCKED`` so concurrent claimers take different rows.
+Ordered lines need no probe here: a message behind a live predecessor is ``blocked``
+and simply is not in the index.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from django.db import transaction
+from django.db.backends.utils import CursorWrapper
+
+from ..conf import mqlite_settings
+from ..exceptions import InvalidArgumentError
+from . import core, wakeup
+from .clock import from_ms, now_ms
+from .core import QueueRow
+from .dialects import Dialect
+from .types import Mode, Received
+
+_claim_sql: dict[tuple[str, bool], str] = {}
+
+
+def _claim_statement(dialect: Dialect, delete: bool) -> str:
+    key = (dialect.vendor, delete)
+    sql = _claim_sql.get(key)
+    if sql is None:
+        pick = (
+            "SELECT seq FROM mqlite_message"
+            " WHERE queue_id = %s AND state = 'active' AND NOT blocked"
+            " AND (expires_at IS NULL OR expires_at > %s)"
+            f" ORDER BY priority DESC, seq LIMIT %s {dialect.lock_suffix()}"
+        )
+        if delete:
+            sql = (
+                f"DELETE FROM mqlite_message WHERE seq IN ({pick}) "
+                f"RETURNING {core.MESSAGE_COLUMNS.replace('delivery_count', 'delivery_count + 1')}"
+                ", order_key"
+            )
+        else:
+            sql = (
+                "UPDATE mqlite_message SET state = 'locked', "
+                f"lock_token = {dialect.new_token_sql()}, locked_until = %s, locked_by = %s, "
+                f"delivery_count = delivery_count + 1 WHERE seq IN ({pick}) "
+                f"RETURNING {core.MESSAGE_COLUMNS}, order_key"
+            )
+        _claim_sql[key] = sql
+    return sql
+
+
+_promote_sql: dict[str, str] = {}
+
+
+def _promote_statement(dialect: Dialect) -> str:
+    sql = _promote_sql.get(dialect.vendor)
+    if sql is None:
+        sql = (
+            "UPDATE mqlite_message SET state = 'active' WHERE seq IN ("
+            " SELECT seq FROM mqlite_message WHERE state = 'scheduled' AND visible_at <= %s"
+            f" AND queue_id = %s ORDER BY visible_at LIMIT %s {dialect.lock_suffix()})"
+        )
+        _promote_sql[dialect.vendor] = sql
+    return sql
+
+
+def promote_due(cursor: CursorWrapper, dialect: Dialect, queue_id: int, now: int) -> int:
+    """Make this queue's due scheduled messages active (bounded)."""
+    cursor.execute(_promote_statement(dialect), [now, queue_id, mqlite_settings.REAP_CHUNK])
+    return cursor.rowcount
+
+
+def to_received(q: QueueRow, row: Sequence[Any], dialect: Dialect, alias: str) -> Received:
+    (seq, body, message_id, group_id, subject, props, corr, reply_to, ctype, priority,
+     delivery_count, enqueued_at, token, locked_until) = row[:14]
+    return Received(
+        queue=q.name,
+        seq=seq,
+        body=bytes(body),
+        message_id=message_id,
+        group_id=group_id,
+        subject=subject,
+        properties=dialect.load_json(props) or {},
+        correlation_id=corr,
+        reply_to=reply_to,
+        content_type=ctype,
+        priority=priority,
+        delivery_count=delivery_count,
+        enqueued_at=from_ms(enqueued_at),
+        lock_token=token,
+        locked_until=None if locked_until is None else from_ms(locked_until),
+        using=alias,
+    )
+
+
+def receive(
+    queue: str,
+    *,
+    max_messages: int = 1,
+    wait: float | dt.timedelta = 0,
+    lock_duration: float | dt.timedelta | None = None,
+    mode: str = "peek_lock",
+    attempt_id: str | None = None,
+    worker_id: int | None = None,
+    using: str | None = None,
+) -> list[Received]:
+    """Claim up to ``max_messages`` (≤ 256) messages in one transaction.
+
+    ``wait`` long-polls up to that many seconds (capped at 20) and returns as soon as a
+    claim finds something. No connection is held open between polls.
+    """
+    core.check_int(max_messages, "max_messages", 1, core.MAX_RECEIVE)
+    wait_ms = min(core.duration_ms(wait, "wait"), int(core.MAX_WAIT_S * 1000))
+    lock_ms = None if lock_duration is None else core.duration_ms(
+        lock_duration, "lock_duration", allow_zero=False
+    )
+    try:
+        mode_ = Mode(mode)
+    except ValueError:
+        raise InvalidArgumentError(f"mode must be 'peek_lock' or 'receive_and_delete'") from None
+    attempt = core.check_str(attempt_id, "attempt_id")
+    alias = core.alias_of(using)
+    deadline = time.monotonic() + wait_ms / 1000
+    delay = 0.01
+    while True:
+        got = _receive_once(alias, queue, max_messages, lock_ms, mode_, attempt, worker_id)
+        remaining = deadline - time.monotonic()
+        if got or remaining <= 0:
+            return got
+        # Sleep until woken by a send in this process (or NOTIFY), or a bounded back-off.
+        wakeup.wait(queue, min(delay, remaining))
+        delay = min(delay * 2, 0.5)
+
+
+def _receive_once(
+    alias: str,
+    queue: str,
+    max_messages: int,
+    lock_ms: int | None,
+    mode: Mode,
+    attempt_id: str | None,
+    worker_id: int | None,
+) -> list[Received]:
+    cursor, dialect = core.ctx(alias)
+    with transaction.atomic(using=alias):
+        q = core.load_queue(cursor, queue)
+        now = now_ms()
+        if attempt_id is not None:
+            replay = _replay_attempt(cursor, dialect, q, attempt_id, now, alias)
+            if replay is not None:
+                return replay
+        promote_due(cursor, dialect, q.id, now)
+        delete = mode is Mode.RECEIVE_AND_DELETE
+        sql = _claim_statement(dialect, delete)
+        if delete:
+            cursor.execute(sql, [q.id, now, max_messages])
+        else:
+            until = now + (lock_ms if lock_ms is not None else q.lock_duration_ms)
+            cursor.execute(sql, [until, worker_id, q.id, now, max_messages])
+        rows = sorted(cursor.fetchall(), key=lambda r: (-r[9], r[0]))
+        if not rows:
+            return []
+        if delete:
+            core.release_lines(cursor, dialect, q.id, [r[14] for r in rows])
+            core.bump_totals(cursor, dialect, q.id, delivered=len(rows), completed=len(rows))
+        else:
+            core.bump_totals(cursor, dialect, q.id, delivered=len(rows))
+        got = [to_received(q, r, dialect, alias) for r in rows]
+        if attempt_id is not None:
+            _record_attempt(cursor, q, attempt_id, got, now)
+        return got
+
+
+def _record_attempt(
+    cursor: CursorWrapper, q: QueueRow, attempt_id: str, got: list[Received], now: int
+) -> None:
+    items = [[m.seq, m.lock_token] for m in got]
+    cursor.execute(
+        "INSERT INTO mqlite_attempt (queue_id, attempt_id, items, expires_at) "
+        "VALUES (%s, %s, %s, %s) ON CONFLICT (queue_id, attempt_id) DO UPDATE SET "
+        "items = excluded.items, expires_at = excluded.expires_at",
+        [q.id, attempt_id, json.dumps(items), now + int(mqlite_settings.RECEIPT_TTL * 1000)],
+    )
+
+
+def _replay_attempt(
+    cursor: CursorWrapper,
+    dialect: Dialect,
+    q: QueueRow,
+    attempt_id: str,
+    now: int,
+    alias: str,
+) -> list[Received] | None:
+    """The batch an earlier call with this attempt_id claimed, if it is still live."""
+    cursor.execute(
+        "SELECT items FROM mqlite_attempt WHERE queue_id = %s AND attempt_id = %s "
+        "AND expires_at > %s",
+        [q.id, attempt_id, now],
+    )
+    row = cursor.fetchone()
+    if row is None:
+        return None
+    items = json.loads(row[0])
+    if not items:
+        return []
+    by_seq = {seq: token for seq, token in items}
+    cursor.execute(
+        f"SELECT {core.MESSAGE_COLUMNS} FROM mqlite_message WHERE queue_id = %s "
+        f"AND seq IN ({core.placeholders(len(by_seq))})",
+        [q.id, *by_seq],
+    )
+    out = []
+    for r in cursor.fetchall():
+        m = to_received(q, r, dialect, alias)
+        if m.lock_token is not None and m.lock_token == by_seq.get(m.seq):
+            out.append(m)
+    out.sort(key=lambda m: (-m.priority, m.seq))
+    return out
+
+
+def receive_deferred(
+    queue: str,
+    seqs: Sequence[int],
+    *,
+    lock_duration: float | dt.timedelta | None = None,
+    using: str | None = None,
+) -> list[Received]:
+    """Claim deferred messages by seq. Seqs that are not deferred are skipped."""
+    if not isinstance(seqs, list | tuple) or len(seqs) > core.MAX_RECEIVE:
+        raise InvalidArgumentError(f"seqs must be a list of at most {core.MAX_RECEIVE} seqs")
+    wanted = sorted({core.check_seq(s) for s in seqs})
+    lock_ms = None if lock_duration is None else core.duration_ms(
+        lock_duration, "lock_duration", allow_zero=False
+    )
+    if not wanted:
+        return []
+    alias = core.alias_of(using)
+    cursor, dialect = core.ctx(alias)
+    with transaction.atomic(using=alias):
+        q = core.load_queue(cursor, queue)
+        now = now_ms()
+        until = now + (lock_ms if lock_ms is not None else q.lock_duration_ms)
+        cursor.execute(
+            "UPDATE mqlite_message SET state = 'locked', "
+            f"lock_token = {dialect.new_token_sql()}, locked_until = %s, "
+            "delivery_count = delivery_count + 1 "
+            f"WHERE queue_id = %s AND state = 'deferred' AND seq IN ({core.placeholders(len(wanted))}) "
+            "AND (expires_at IS NULL OR expires_at > %s) "
+            f"RETURNING {core.MESSAGE_COLUMNS}",
+            [until, q.id, *wanted, now],
+        )
+        rows = sorted(cursor.fetchall(), key=lambda r: r[0])
+        core.bump_totals(cursor, dialect, q.id, delivered=len(rows))
+        return [to_received(q, r, dialect, alias) for r in rows]

@@ -1,0 +1,56 @@
+"""What the engine needs to know about a database, in one object per vendor.
+
+Engine code branches on ``features`` and asks ``ops``-style methods for SQL fragments,
+like Django's own ``connection.features`` / ``connection.ops``; it never compares vendor
+strings. Fragments are constant SQL text, never data: data always travels as parameters.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+class Dialect:
+    vendor = ""
+    #: The claim's subquery can lock what it picks and skip rows others hold.
+    supports_skip_locked = False
+    #: Producers can wake idle workers through the database (LISTEN/NOTIFY).
+    has_listen_notify = False
+    #: Several processes may claim concurrently (row locks); otherwise writes are serialized.
+    concurrent_writers = False
+
+    def new_token_sql(self) -> str:
+        """An expression producing a fresh random 128-bit token as 32 hex characters."""
+        raise NotImplementedError
+
+    def greatest_sql(self, a: str, b: str) -> str:
+        raise NotImplementedError
+
+    def lock_suffix(self) -> str:
+        """Appended to a claim's inner SELECT."""
+        return ""
+
+    def json_param(self) -> str:
+        """Placeholder for a JSON document passed as text."""
+        return "%s"
+
+    def load_json(self, value: Any) -> Any:
+        if value is None:
+            return None
+        if isinstance(value, str | bytes):
+            return json.loads(value)
+        return value
+
+    def totals_shard_sql(self) -> str:
+        """Which row of a queue's totals this connection increments (spreads contention)."""
+        return "0"
+
+    def lock_group_sql(self) -> str | None:
+        """A statement taking a transaction-scoped lock on one group key (one %s), or None
+        when writes are serialized anyway."""
+        return None
+
+    def notify_sql(self) -> str | None:
+        """A statement that wakes listeners of a queue on commit (one %s: queue name)."""
+        return None

@@ -1,0 +1,33 @@
+"""PostgreSQL: many claimers at once, separated by ``FOR UPDATE SKIP LOCKED``."""
+
+from __future__ import annotations
+
+from .base import Dialect
+
+
+class PostgreSQLDialect(Dialect):
+    vendor = "postgresql"
+    supports_skip_locked = True
+    has_listen_notify = True
+    concurrent_writers = True
+
+    def new_token_sql(self) -> str:
+        return "replace(gen_random_uuid()::text, '-', '')"
+
+    def greatest_sql(self, a: str, b: str) -> str:
+        return f"GREATEST({a}, {b})"
+
+    def lock_suffix(self) -> str:
+        return "FOR UPDATE SKIP LOCKED"
+
+    def json_param(self) -> str:
+        return "%s::jsonb"
+
+    def totals_shard_sql(self) -> str:
+        return "mod(pg_backend_pid(), 8)"
+
+    def lock_group_sql(self) -> str:
+        return "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))"
+
+    def notify_sql(self) -> str:
+        return "SELECT pg_notify('mqlite', %s)"

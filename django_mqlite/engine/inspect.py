@@ -1,0 +1,109 @@
+"""Looking without touching: ``peek`` and ``stats``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..exceptions import InvalidArgumentError
+from . import core
+from .clock import from_ms, now_ms
+from .types import TOTAL_NAMES, Peeked, QueueStats, State, ms_or_none
+
+_PEEK_COLUMNS = (
+    f"{core.MESSAGE_COLUMNS}, state, visible_at, expires_at, dead_letter_reason, "
+    "dead_letter_description, last_error"
+)
+
+
+def peek(
+    queue: str,
+    *,
+    state: str | None = None,
+    limit: int = 32,
+    after_seq: int = 0,
+    using: str | None = None,
+) -> list[Peeked]:
+    """Messages in seq order, without locking them or counting a delivery."""
+    core.check_int(limit, "limit", 1, core.MAX_PEEK)
+    core.check_int(after_seq, "after_seq", 0, 2**63 - 1)
+    if state is not None:
+        try:
+            state = State(state).value
+        except ValueError:
+            raise InvalidArgumentError(
+                f"state must be one of {', '.join(s.value for s in State)}"
+            ) from None
+    alias = core.alias_of(using)
+    cursor, dialect = core.ctx(alias)
+    q = core.load_queue(cursor, queue)
+    where = "queue_id = %s AND seq > %s"
+    params: list[Any] = [q.id, after_seq]
+    if state is not None:
+        where += " AND state = %s"
+        params.append(state)
+    cursor.execute(
+        f"SELECT {_PEEK_COLUMNS} FROM mqlite_message WHERE {where} ORDER BY seq LIMIT %s",
+        [*params, limit],
+    )
+    out = []
+    for r in cursor.fetchall():
+        (seq, body, message_id, group_id, subject, props, corr, reply_to, ctype, priority,
+         delivery_count, enqueued_at, _token, locked_until, st, visible_at, expires_at,
+         reason, description, last_error) = r
+        out.append(
+            Peeked(
+                queue=q.name,
+                seq=seq,
+                body=bytes(body),
+                message_id=message_id,
+                group_id=group_id,
+                subject=subject,
+                properties=dialect.load_json(props) or {},
+                correlation_id=corr,
+                reply_to=reply_to,
+                content_type=ctype,
+                priority=priority,
+                delivery_count=delivery_count,
+                enqueued_at=from_ms(enqueued_at),
+                state=State(st),
+                visible_at=ms_or_none(visible_at),
+                expires_at=ms_or_none(expires_at),
+                locked_until=ms_or_none(locked_until),
+                dead_letter_reason=reason,
+                dead_letter_description=description,
+                last_error=last_error,
+            )
+        )
+    return out
+
+
+def stats(queue: str | None = None, *, using: str | None = None) -> Any:
+    """``QueueStats`` of one queue, or a dict of them by name when ``queue`` is None."""
+    alias = core.alias_of(using)
+    cursor, _ = core.ctx(alias)
+    if queue is not None:
+        return _stats_one(cursor, core.load_queue(cursor, queue))
+    cursor.execute(f"SELECT {core.QUEUE_COLUMNS} FROM mqlite_queue ORDER BY name")
+    rows = [core.QueueRow(*r) for r in cursor.fetchall()]
+    return {q.name: _stats_one(cursor, q) for q in rows}
+
+
+def _stats_one(cursor: Any, q: core.QueueRow) -> QueueStats:
+    counts = {s.value: 0 for s in State}
+    cursor.execute(
+        "SELECT state, count(*) FROM mqlite_message WHERE queue_id = %s GROUP BY state", [q.id]
+    )
+    for st, n in cursor.fetchall():
+        counts[st] = int(n)
+    # The active row with the lowest seq is (close to) the one waiting longest.
+    cursor.execute(
+        "SELECT visible_at FROM mqlite_message WHERE queue_id = %s AND state = 'active' "
+        "ORDER BY seq LIMIT 1",
+        [q.id],
+    )
+    row = cursor.fetchone()
+    oldest = None if row is None else max(0.0, (now_ms() - row[0]) / 1000)
+    sums = ", ".join(f"COALESCE(SUM({n}), 0)" for n in TOTAL_NAMES)
+    cursor.execute(f"SELECT {sums} FROM mqlite_totals WHERE queue_id = %s", [q.id])
+    totals = dict(zip(TOTAL_NAMES, (int(v) for v in cursor.fetchone()), strict=True))
+    return QueueStats(queue=q.name, counts=counts, oldest_active_age=oldest, totals=totals)

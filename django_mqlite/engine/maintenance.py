@@ -1,0 +1,255 @@
+"""The reaper's passes. Each is set-based, bounded to ``REAP_CHUNK`` rows per statement
+and its own short transaction, and safe to run from any number of processes at once
+(on PostgreSQL the picks skip rows another reaper holds; on SQLite writes serialize).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from django.db import transaction
+from django.db.backends.utils import CursorWrapper
+
+from ..conf import mqlite_settings
+from . import core
+from .clock import now_ms
+from .dialects import Dialect
+from .redrive import delete_rows
+from .settle import DEAD_LETTER_EXHAUSTED
+
+TTL_EXPIRED = "TTLExpired"
+MAX_CHUNKS_PER_PASS = 100
+
+
+def _chunk() -> int:
+    return int(mqlite_settings.REAP_CHUNK)
+
+
+def _repeat(alias: str, step: Callable[[CursorWrapper, Dialect, int], int]) -> int:
+    """Run ``step`` in its own transaction until it does less than a full chunk."""
+    total = 0
+    cursor, dialect = core.ctx(alias)
+    for _ in range(MAX_CHUNKS_PER_PASS):
+        with transaction.atomic(using=alias):
+            n = step(cursor, dialect, now_ms())
+        total += n
+        if n < _chunk():
+            break
+    return total
+
+
+def reclaim_sql(dialect: Dialect, pick_where: str) -> str:
+    """Return expired/orphaned locks to active, or dead-letter them when that was the
+    message's last allowed delivery: the same rule for lease expiry and dead workers, so
+    a crash never buys an extra delivery."""
+    max_sql = "(SELECT q.max_delivery_count FROM mqlite_queue q WHERE q.id = mqlite_message.queue_id)"
+    return (
+        f"UPDATE mqlite_message SET "
+        f"state = CASE WHEN delivery_count >= {max_sql} THEN 'dead_lettered' ELSE 'active' END, "
+        "lock_token = NULL, locked_until = NULL, locked_by = NULL, visible_at = %s, "
+        f"dead_letter_reason = CASE WHEN delivery_count >= {max_sql} "
+        f"THEN '{DEAD_LETTER_EXHAUSTED}' ELSE dead_letter_reason END, "
+        f"dead_lettered_at = CASE WHEN delivery_count >= {max_sql} THEN %s "
+        "ELSE dead_lettered_at END "
+        f"WHERE seq IN (SELECT seq FROM mqlite_message WHERE {pick_where} "
+        f"LIMIT %s {dialect.lock_suffix()}) "
+        "RETURNING queue_id, state, order_key"
+    )
+
+
+def apply_reclaimed(cursor: CursorWrapper, dialect: Dialect, rows: list[Any]) -> None:
+    per_queue: dict[int, Counter[str]] = {}
+    for queue_id, state, _key in rows:
+        per_queue.setdefault(queue_id, Counter())[state] += 1
+    core.release_by_queue(
+        cursor, dialect, [(q, k) for q, s, k in rows if s == "dead_lettered"]
+    )
+    for queue_id, c in per_queue.items():
+        buried = c["dead_lettered"]
+        core.bump_totals(
+            cursor, dialect, queue_id, reclaimed=buried + c["active"], retried=c["active"],
+            exhausted=buried, dead_lettered=buried,
+        )
+
+
+def expire_locks(alias: str) -> int:
+    def step(cursor: CursorWrapper, dialect: Dialect, now: int) -> int:
+        cursor.execute(
+            reclaim_sql(dialect, "state = 'locked' AND locked_until <= %s ORDER BY locked_until"),
+            [now, now, now, _chunk()],
+        )
+        rows = cursor.fetchall()
+        apply_reclaimed(cursor, dialect, rows)
+        return len(rows)
+
+    return _repeat(alias, step)
+
+
+def promote_scheduled(alias: str) -> int:
+    def step(cursor: CursorWrapper, dialect: Dialect, now: int) -> int:
+        cursor.execute(
+            "UPDATE mqlite_message SET state = 'active' WHERE seq IN ("
+            " SELECT seq FROM mqlite_message WHERE state = 'scheduled' AND visible_at <= %s"
+            f" ORDER BY visible_at LIMIT %s {dialect.lock_suffix()})",
+            [now, _chunk()],
+        )
+        return cursor.rowcount
+
+    return _repeat(alias, step)
+
+
+_TTL_PICK = (
+    "SELECT seq FROM mqlite_message WHERE expires_at IS NOT NULL AND state IN "
+    f"{core.LIVE_SQL} AND expires_at <= %s AND queue_id IN ("
+    " SELECT id FROM mqlite_queue WHERE dead_letter_on_expire = %s)"
+    " ORDER BY expires_at LIMIT %s"
+)
+
+
+def expire_ttl(alias: str) -> int:
+    """Messages past their TTL in any live state: dead-lettered (``TTLExpired``) or
+    removed, per the queue's ``dead_letter_on_expire``."""
+
+    def bury(cursor: CursorWrapper, dialect: Dialect, now: int) -> int:
+        cursor.execute(
+            "UPDATE mqlite_message SET state = 'dead_lettered', lock_token = NULL, "
+            "locked_until = NULL, locked_by = NULL, dead_letter_reason = %s, "
+            "dead_letter_description = 'time to live ran out', dead_lettered_at = %s "
+            f"WHERE seq IN ({_TTL_PICK} {dialect.lock_suffix()}) RETURNING queue_id, order_key",
+            [TTL_EXPIRED, now, now, True, _chunk()],
+        )
+        rows = cursor.fetchall()
+        _account(cursor, dialect, rows, dead_lettered=True)
+        return len(rows)
+
+    def drop(cursor: CursorWrapper, dialect: Dialect, now: int) -> int:
+        cursor.execute(
+            f"DELETE FROM mqlite_message WHERE seq IN ({_TTL_PICK} {dialect.lock_suffix()}) "
+            "RETURNING queue_id, order_key",
+            [now, False, _chunk()],
+        )
+        rows = cursor.fetchall()
+        _account(cursor, dialect, rows, dead_lettered=False)
+        return len(rows)
+
+    return _repeat(alias, bury) + _repeat(alias, drop)
+
+
+def _account(cursor: CursorWrapper, dialect: Dialect, rows: list[Any], *, dead_lettered: bool) -> None:
+    core.release_by_queue(cursor, dialect, rows)
+    for queue_id, n in Counter(q for q, _ in rows).items():
+        core.bump_totals(
+            cursor, dialect, queue_id, expired=n, dead_lettered=n if dead_lettered else 0
+        )
+
+
+def expire_records(alias: str) -> dict[str, int]:
+    """Receipts, receive attempts and dedup records past their time."""
+    out = {}
+    for table, name in (
+        ("mqlite_receipt", "receipts"),
+        ("mqlite_attempt", "attempts"),
+        ("mqlite_dedup", "dedup"),
+    ):
+
+        def step(cursor: CursorWrapper, dialect: Dialect, now: int, table: str = table) -> int:
+            cursor.execute(
+                f"DELETE FROM {table} WHERE id IN (SELECT id FROM {table} "
+                "WHERE expires_at <= %s LIMIT %s)",
+                [now, _chunk()],
+            )
+            return cursor.rowcount
+
+        out[name] = _repeat(alias, step)
+    return out
+
+
+def _effective(own: int | None, default: Any, scale: int) -> int | None:
+    """Per-queue bound over the global default: 0/None inherit, >0 bounds, <0 unbounded."""
+    value = own
+    if value is None or value == 0:
+        value = None if default is None else round(float(default) * scale)
+    if value is None or value <= 0:
+        return None
+    return int(value)
+
+
+def dlq_retention(alias: str) -> int:
+    """Trim each queue's dead letters, oldest first, to its age/count/bytes bounds."""
+    cursor, dialect = core.ctx(alias)
+    cursor.execute(f"SELECT {core.QUEUE_COLUMNS} FROM mqlite_queue")
+    queues = [core.QueueRow(*r) for r in cursor.fetchall()]
+    removed = 0
+    for q in queues:
+        max_age = _effective(q.dlq_max_age_ms, mqlite_settings.DLQ_MAX_AGE, 1000)
+        max_count = _effective(q.dlq_max_count, mqlite_settings.DLQ_MAX_COUNT, 1)
+        max_bytes = _effective(q.dlq_max_bytes, mqlite_settings.DLQ_MAX_BYTES, 1)
+        picks: list[tuple[str, list[Any]]] = []
+        if max_age is not None:
+            picks.append((
+                "SELECT seq FROM mqlite_message WHERE queue_id = %s AND state = 'dead_lettered' "
+                "AND dead_lettered_at <= %s ORDER BY seq LIMIT %s",
+                [q.id, "now-age", _chunk()],
+            ))
+        if max_count is not None:
+            picks.append((
+                "SELECT seq FROM (SELECT seq, row_number() OVER (ORDER BY seq DESC) AS n "
+                "FROM mqlite_message WHERE queue_id = %s AND state = 'dead_lettered') t "
+                "WHERE n > %s ORDER BY seq LIMIT %s",
+                [q.id, max_count, _chunk()],
+            ))
+        if max_bytes is not None:
+            picks.append((
+                "SELECT seq FROM (SELECT seq, SUM(length(body)) OVER (ORDER BY seq DESC) AS b "
+                "FROM mqlite_message WHERE queue_id = %s AND state = 'dead_lettered') t "
+                "WHERE b > %s ORDER BY seq LIMIT %s",
+                [q.id, max_bytes, _chunk()],
+            ))
+        for sql, params in picks:
+
+            def step(cursor: CursorWrapper, dialect: Dialect, now: int,
+                     sql: str = sql, params: list[Any] = params, q: Any = q,
+                     max_age: int | None = max_age) -> int:
+                bound = [now - max_age if p == "now-age" and max_age else p for p in params]
+                cursor.execute(sql, bound)
+                seqs = [r[0] for r in cursor.fetchall()]
+                if not seqs:
+                    return 0
+                delete_rows(cursor, dialect, q.id, "dead_lettered", seqs, "purged")
+                return len(seqs)
+
+            removed += _repeat(alias, step)
+    return removed
+
+
+def result_retention(alias: str) -> int:
+    """Drop completed messages (kept results) past their queue's ``keep_results``."""
+
+    def step(cursor: CursorWrapper, dialect: Dialect, now: int) -> int:
+        cursor.execute(
+            "DELETE FROM mqlite_message WHERE seq IN (SELECT m.seq FROM mqlite_message m "
+            "JOIN mqlite_queue q ON q.id = m.queue_id WHERE m.state = 'completed' "
+            "AND (q.keep_results_ms IS NULL OR m.completed_at <= %s - q.keep_results_ms) "
+            "ORDER BY m.completed_at LIMIT %s)",
+            [now, _chunk()],
+        )
+        return cursor.rowcount
+
+    return _repeat(alias, step)
+
+
+def reap(*, using: str | None = None) -> dict[str, int]:
+    """Run every maintenance pass once; returns counts by pass."""
+    alias = core.alias_of(using)
+    out = {
+        "expired_locks": expire_locks(alias),
+        "promoted": promote_scheduled(alias),
+        "ttl_expired": expire_ttl(alias),
+    }
+    records = expire_records(alias)
+    out.update({f"expired_{k}": v for k, v in records.items()})
+    out["dlq_trimmed"] = dlq_retention(alias)
+    out["results_pruned"] = result_retention(alias)
+    return out

@@ -1,0 +1,167 @@
+"""Operating on dead letters (and other parked rows): ``redrive`` and ``purge``.
+
+Both work in bounded chunks, each its own short transaction, so a large DLQ never holds
+the writer for long; a crash midway leaves every message either moved or untouched.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from typing import Any
+
+from django.db import transaction
+from django.db.backends.utils import CursorWrapper
+
+from ..conf import mqlite_settings
+from ..exceptions import InvalidArgumentError
+from . import core
+from .clock import now_ms
+from .core import QueueRow
+from .dialects import Dialect
+from .types import Ordering, State
+
+
+def _check_seqs(seqs: object) -> list[int] | None:
+    if seqs is None:
+        return None
+    if not isinstance(seqs, list | tuple | set):
+        raise InvalidArgumentError("seqs must be a list of integers")
+    return sorted({core.check_seq(s) for s in seqs})
+
+
+def redrive(
+    queue: str,
+    *,
+    seqs: Sequence[int] | None = None,
+    to_queue: str | None = None,
+    limit: int | None = None,
+    using: str | None = None,
+) -> int:
+    """Move dead letters back to active (in place, or into ``to_queue``), delivery count
+    reset to 0, oldest first. Returns how many moved."""
+    wanted = _check_seqs(seqs)
+    if limit is not None:
+        core.check_int(limit, "limit", 1, 2**62)
+    alias = core.alias_of(using)
+    cursor, dialect = core.ctx(alias)
+    source = core.load_queue(cursor, queue)
+    target = source if to_queue is None else core.load_queue(cursor, to_queue)
+    moved = 0
+    last = 0
+    chunk = int(mqlite_settings.REAP_CHUNK)
+    while limit is None or moved < limit:
+        take = chunk if limit is None else min(chunk, limit - moved)
+        with transaction.atomic(using=alias):
+            picked = _pick(cursor, source.id, "dead_lettered", wanted, last, take, None)
+            if not picked:
+                break
+            last = picked[-1]
+            moved += _move(cursor, dialect, source, target, picked)
+    return moved
+
+
+def _pick(
+    cursor: CursorWrapper,
+    queue_id: int,
+    state: str,
+    wanted: list[int] | None,
+    after: int,
+    take: int,
+    older_than_ms: int | None,
+) -> list[int]:
+    where = "queue_id = %s AND state = %s AND seq > %s"
+    params: list[Any] = [queue_id, state, after]
+    if wanted is not None:
+        batch = [s for s in wanted if s > after][:take]
+        if not batch:
+            return []
+        where += f" AND seq IN ({core.placeholders(len(batch))})"
+        params += batch
+    if older_than_ms is not None:
+        stamp = "dead_lettered_at" if state == "dead_lettered" else "enqueued_at"
+        where += f" AND {stamp} <= %s"
+        params.append(older_than_ms)
+    cursor.execute(
+        f"SELECT seq FROM mqlite_message WHERE {where} ORDER BY seq LIMIT %s", [*params, take]
+    )
+    return [r[0] for r in cursor.fetchall()]
+
+
+def _move(
+    cursor: CursorWrapper, dialect: Dialect, source: QueueRow, target: QueueRow, seqs: list[int]
+) -> int:
+    now = now_ms()
+    strict = target.ordering == Ordering.STRICT_FIFO
+    expires = None if target.default_ttl_ms is None else now + target.default_ttl_ms
+    cursor.execute(
+        "UPDATE mqlite_message SET state = 'active', queue_id = %s, delivery_count = 0, "
+        "visible_at = %s, expires_at = %s, dead_letter_reason = NULL, "
+        "dead_letter_description = NULL, dead_lettered_at = NULL, "
+        f"order_key = {'%s' if strict else 'group_id'}, "
+        f"blocked = {'true' if strict else '(group_id IS NOT NULL)'} "
+        f"WHERE queue_id = %s AND state = 'dead_lettered' AND seq IN ({core.placeholders(len(seqs))}) "
+        "RETURNING seq, order_key",
+        [target.id, now, expires, *([""] if strict else []), source.id, *seqs],
+    )
+    rows = cursor.fetchall()
+    # Redriven rows rejoin their lines blocked; the line's head is then re-established.
+    core.release_lines(cursor, dialect, target.id, [key for _, key in rows])
+    if rows:
+        core.bump_totals(cursor, dialect, source.id, redriven=len(rows))
+        if target.id != source.id:
+            core.bump_totals(cursor, dialect, target.id, enqueued=len(rows))
+    return len(rows)
+
+
+PURGEABLE = tuple(s.value for s in State if s is not State.LOCKED)
+
+
+def purge(
+    queue: str,
+    *,
+    state: str = "dead_lettered",
+    older_than: float | dt.timedelta | None = None,
+    limit: int | None = None,
+    seqs: Sequence[int] | None = None,
+    using: str | None = None,
+) -> int:
+    """Remove messages in ``state`` (dead letters by default; never locked ones),
+    optionally only those older than ``older_than`` seconds. Returns how many."""
+    if state not in PURGEABLE:
+        raise InvalidArgumentError(f"state must be one of {', '.join(PURGEABLE)}")
+    cutoff = None if older_than is None else now_ms() - core.duration_ms(older_than, "older_than")
+    wanted = _check_seqs(seqs)
+    if limit is not None:
+        core.check_int(limit, "limit", 1, 2**62)
+    alias = core.alias_of(using)
+    cursor, dialect = core.ctx(alias)
+    q = core.load_queue(cursor, queue)
+    removed = 0
+    last = 0
+    chunk = int(mqlite_settings.REAP_CHUNK)
+    while limit is None or removed < limit:
+        take = chunk if limit is None else min(chunk, limit - removed)
+        with transaction.atomic(using=alias):
+            picked = _pick(cursor, q.id, state, wanted, last, take, cutoff)
+            if not picked:
+                break
+            last = picked[-1]
+            removed += delete_rows(cursor, dialect, q.id, state, picked, "purged")
+    return removed
+
+
+def delete_rows(
+    cursor: CursorWrapper, dialect: Dialect, queue_id: int, state: str, seqs: list[int], total: str
+) -> int:
+    """Delete these rows if they are still in ``state``; count them under ``total``."""
+    cursor.execute(
+        f"DELETE FROM mqlite_message WHERE queue_id = %s AND state = %s "
+        f"AND seq IN ({core.placeholders(len(seqs))}) RETURNING order_key",
+        [queue_id, state, *seqs],
+    )
+    rows = cursor.fetchall()
+    core.release_lines(cursor, dialect, queue_id, [r[0] for r in rows])
+    if rows and total:
+        core.bump_totals(cursor, dialect, queue_id, **{total: len(rows)})
+    return len(rows)

@@ -1,0 +1,180 @@
+"""Values the engine hands out and takes in."""
+
+from __future__ import annotations
+
+import datetime as dt
+import enum
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from .clock import from_ms
+
+
+class State(enum.StrEnum):
+    ACTIVE = "active"
+    LOCKED = "locked"
+    DEFERRED = "deferred"
+    SCHEDULED = "scheduled"
+    COMPLETED = "completed"
+    DEAD_LETTERED = "dead_lettered"
+
+
+#: States in which a message still waits for (or is in) delivery; they hold their group's line.
+LIVE_STATES = (State.ACTIVE, State.LOCKED, State.DEFERRED, State.SCHEDULED)
+
+
+class Ordering(enum.StrEnum):
+    STANDARD = "standard"
+    GROUP_FIFO = "group_fifo"
+    STRICT_FIFO = "strict_fifo"
+
+
+class Mode(enum.StrEnum):
+    PEEK_LOCK = "peek_lock"
+    RECEIVE_AND_DELETE = "receive_and_delete"
+
+
+@dataclass(frozen=True)
+class Queue:
+    """A queue's settings. Durations are seconds (floats); ``None`` means unset."""
+
+    name: str
+    ordering: Ordering
+    lock_duration: float
+    max_delivery_count: int
+    default_ttl: float | None
+    dead_letter_on_expire: bool
+    dedup_window: float
+    content_dedup: bool
+    dlq_max_age: float | None
+    dlq_max_count: int | None
+    dlq_max_bytes: int | None
+    keep_results: float | None
+    created_at: dt.datetime
+
+
+@dataclass
+class OutMessage:
+    """A message to send in a batch: the body plus the keywords of ``mq.send``."""
+
+    body: Any
+    message_id: str | None = None
+    group_id: str | None = None
+    subject: str | None = None
+    properties: dict[str, Any] | None = None
+    correlation_id: str | None = None
+    reply_to: str | None = None
+    content_type: str | None = None
+    priority: int = 0
+    delay: float | dt.timedelta | None = None
+    scheduled_at: dt.datetime | None = None
+    ttl: float | dt.timedelta | None = None
+
+
+@dataclass
+class _MessageFields:
+    queue: str
+    seq: int
+    body: bytes
+    message_id: str | None
+    group_id: str | None
+    subject: str | None
+    properties: dict[str, Any]
+    correlation_id: str | None
+    reply_to: str | None
+    content_type: str | None
+    priority: int
+    delivery_count: int
+    enqueued_at: dt.datetime
+
+    def text(self) -> str:
+        return self.body.decode("utf-8")
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+@dataclass
+class Received(_MessageFields):
+    """A claimed message. Settle it with one of its methods (or the module functions)."""
+
+    lock_token: str | None = None
+    locked_until: dt.datetime | None = None
+    using: str | None = field(default=None, repr=False, compare=False)
+
+    def _token(self) -> str:
+        if self.lock_token is None:
+            from ..exceptions import LockLostError
+
+            raise LockLostError("message was received without a lock (receive_and_delete)")
+        return self.lock_token
+
+    def complete(self) -> None:
+        from . import settle
+
+        settle.complete(self.queue, self.seq, self._token(), using=self.using)
+
+    def abandon(self, delay: float | dt.timedelta | None = None) -> None:
+        from . import settle
+
+        settle.abandon(self.queue, self.seq, self._token(), delay=delay, using=self.using)
+
+    def reject(self, reason: str, description: str = "") -> None:
+        from . import settle
+
+        settle.reject(self.queue, self.seq, self._token(), reason, description, using=self.using)
+
+    def defer(self) -> None:
+        from . import settle
+
+        settle.defer(self.queue, self.seq, self._token(), using=self.using)
+
+    def renew(self, lock_duration: float | dt.timedelta | None = None) -> dt.datetime:
+        from . import settle
+
+        self.locked_until = settle.renew(
+            self.queue, self.seq, self._token(), lock_duration=lock_duration, using=self.using
+        )
+        return self.locked_until
+
+
+@dataclass
+class Peeked(_MessageFields):
+    """A message seen without locking it."""
+
+    state: State = State.ACTIVE
+    visible_at: dt.datetime | None = None
+    expires_at: dt.datetime | None = None
+    locked_until: dt.datetime | None = None
+    dead_letter_reason: str | None = None
+    dead_letter_description: str | None = None
+    last_error: str | None = None
+
+
+TOTAL_NAMES = (
+    "enqueued",
+    "delivered",
+    "completed",
+    "abandoned",
+    "reclaimed",
+    "retried",
+    "exhausted",
+    "rejected",
+    "expired",
+    "dead_lettered",
+    "redriven",
+    "purged",
+)
+
+
+@dataclass
+class QueueStats:
+    queue: str
+    counts: dict[str, int]
+    oldest_active_age: float | None
+    totals: dict[str, int]
+
+
+def ms_or_none(ms: int | None) -> dt.datetime | None:
+    return None if ms is None else from_ms(ms)

@@ -1,0 +1,29 @@
+"""In-process wake-ups: a consumer waiting for a queue sleeps on a condition that a
+commit of a send in the same process (or a NOTIFY listener) signals. Waiting is always
+bounded, so a missed signal costs at most one back-off interval, never a lost message.
+"""
+
+from __future__ import annotations
+
+import threading
+
+_cond = threading.Condition()
+_generation: dict[str, int] = {}
+
+
+def notify(queue: str) -> None:
+    with _cond:
+        _generation[queue] = _generation.get(queue, 0) + 1
+        _cond.notify_all()
+
+
+def generation(queue: str) -> int:
+    with _cond:
+        return _generation.get(queue, 0)
+
+
+def wait(queue: str, timeout: float, since: int | None = None) -> bool:
+    """Sleep up to ``timeout`` seconds or until ``queue`` is signalled after ``since``."""
+    with _cond:
+        start = _generation.get(queue, 0) if since is None else since
+        return _cond.wait_for(lambda: _generation.get(queue, 0) != start, timeout)

@@ -1,0 +1,67 @@
+"""The exception hierarchy of django-mqlite.
+
+Every error a caller can act on is an ``MQLiteError`` with a stable ``code``. The HTTP
+API maps codes to statuses in exactly one place (``django_mqlite.api.exceptions``);
+nothing here knows about HTTP.
+"""
+
+from __future__ import annotations
+
+
+class MQLiteError(Exception):
+    """Base class of every django-mqlite error."""
+
+    code = "internal"
+
+    def __init__(self, message: str = "") -> None:
+        super().__init__(message or self.__class__.__doc__ or self.code)
+        self.message = str(self.args[0])
+
+
+class QueueNotFoundError(MQLiteError):
+    """The queue does not exist."""
+
+    code = "not_found"
+
+
+class LockLostError(MQLiteError):
+    """The lock token is not the current one, or its lease has run out."""
+
+    code = "lock_lost"
+
+
+class DedupConflictError(MQLiteError):
+    """A message with this message_id but a different body was sent within the dedup window."""
+
+    code = "already_exists"
+
+
+class GroupRequiredError(MQLiteError):
+    """The queue's ordering requires a group_id on every message."""
+
+    code = "group_required"
+
+
+class MessageTooLargeError(MQLiteError):
+    """The message body is larger than the configured cap."""
+
+    code = "message_too_large"
+
+
+class InvalidArgumentError(MQLiteError):
+    """An argument is out of range or of the wrong type."""
+
+    code = "invalid_argument"
+
+
+class QueueNotEmptyError(InvalidArgumentError):
+    """The queue still holds live messages; pass force=True to delete it anyway."""
+
+
+class Reject(Exception):  # noqa: N818 - the name reads as a verb in handlers: raise mq.Reject(...)
+    """Raised by a consumer to dead-letter the message at once, without retries."""
+
+    def __init__(self, reason: str, description: str = "") -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.description = description

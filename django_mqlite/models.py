@@ -1,0 +1,222 @@
+"""The schema. Migrations own it; the engine reads and writes it with raw SQL.
+
+Times are epoch milliseconds in integer columns (``*_at``, ``*_until``, ``*_ms``): one
+representation on every database, compared with plain integer comparisons.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Q
+
+from .engine.types import LIVE_STATES, Ordering, State
+
+LIVE = [s.value for s in LIVE_STATES]
+
+
+class Queue(models.Model):
+    name = models.CharField(max_length=80, unique=True)
+    ordering = models.CharField(
+        max_length=16, choices=[(o.value, o.value) for o in Ordering], default="standard"
+    )
+    lock_duration_ms = models.BigIntegerField(default=30_000)
+    max_delivery_count = models.IntegerField(default=10)
+    default_ttl_ms = models.BigIntegerField(null=True, blank=True)
+    dead_letter_on_expire = models.BooleanField(default=True)
+    dedup_window_ms = models.BigIntegerField(default=600_000)
+    content_dedup = models.BooleanField(default=False)
+    dlq_max_age_ms = models.BigIntegerField(null=True, blank=True)
+    dlq_max_count = models.BigIntegerField(null=True, blank=True)
+    dlq_max_bytes = models.BigIntegerField(null=True, blank=True)
+    keep_results_ms = models.BigIntegerField(null=True, blank=True)
+    created_at = models.BigIntegerField()
+
+    class Meta:
+        db_table = "mqlite_queue"
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Message(models.Model):
+    seq = models.BigAutoField(primary_key=True)
+    queue = models.ForeignKey(Queue, on_delete=models.CASCADE, db_index=False, related_name="+")
+    state = models.CharField(max_length=16, choices=[(s.value, s.value) for s in State])
+    priority = models.SmallIntegerField(default=0)
+    visible_at = models.BigIntegerField()
+    locked_until = models.BigIntegerField(null=True, blank=True)
+    lock_token = models.CharField(max_length=32, null=True, blank=True)
+    locked_by = models.BigIntegerField(null=True, blank=True)
+    delivery_count = models.IntegerField(default=0)
+    expires_at = models.BigIntegerField(null=True, blank=True)
+    enqueued_at = models.BigIntegerField()
+    body = models.BinaryField()
+    message_id = models.CharField(max_length=128, null=True, blank=True)
+    group_id = models.CharField(max_length=128, null=True, blank=True)
+    # Internal: the key of the line this message waits in (its group, or the whole queue
+    # on strict_fifo); NULL when unordered. ``blocked`` is true while an earlier live
+    # message of the same line exists; only unblocked active rows are claimable.
+    order_key = models.CharField(max_length=128, null=True, blank=True)
+    blocked = models.BooleanField(default=False)
+    subject = models.CharField(max_length=256, null=True, blank=True)
+    properties = models.JSONField(null=True, blank=True)
+    correlation_id = models.CharField(max_length=128, null=True, blank=True)
+    reply_to = models.CharField(max_length=256, null=True, blank=True)
+    content_type = models.CharField(max_length=128, null=True, blank=True)
+    dead_letter_reason = models.CharField(max_length=128, null=True, blank=True)
+    dead_letter_description = models.TextField(null=True, blank=True)
+    dead_lettered_at = models.BigIntegerField(null=True, blank=True)
+    last_error = models.TextField(null=True, blank=True)
+    completed_at = models.BigIntegerField(null=True, blank=True)
+    result = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        db_table = "mqlite_message"
+        indexes = [
+            # The claim: seek the first claimable row in (priority desc, seq) order.
+            models.Index(
+                fields=["queue", "-priority", "seq"],
+                name="mqlite_msg_claim",
+                condition=Q(state="active", blocked=False),
+            ),
+            # Ordered lines: is there an earlier live message of this group? who is next?
+            models.Index(
+                fields=["queue", "order_key", "blocked", "seq"],
+                name="mqlite_msg_line",
+                condition=Q(order_key__isnull=False, state__in=LIVE),
+            ),
+            # Stats, peek by state, queue deletion.
+            models.Index(fields=["queue", "state", "seq"], name="mqlite_msg_state"),
+            # Reaper sweeps, one partial index each.
+            models.Index(
+                fields=["locked_until"], name="mqlite_msg_lease", condition=Q(state="locked")
+            ),
+            models.Index(
+                fields=["locked_by"],
+                name="mqlite_msg_owner",
+                condition=Q(state="locked", locked_by__isnull=False),
+            ),
+            models.Index(
+                fields=["visible_at"], name="mqlite_msg_due", condition=Q(state="scheduled")
+            ),
+            models.Index(
+                fields=["expires_at"],
+                name="mqlite_msg_ttl",
+                condition=Q(expires_at__isnull=False, state__in=LIVE),
+            ),
+            models.Index(
+                fields=["completed_at"],
+                name="mqlite_msg_results",
+                condition=Q(state="completed"),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.seq}"
+
+
+class DeadLetter(Message):
+    """The dead-lettered messages, as their own admin page."""
+
+    class Meta:
+        proxy = True
+        verbose_name = "dead letter"
+        permissions = [
+            ("redrive_message", "Can redrive dead-lettered messages"),
+            ("purge_message", "Can purge dead-lettered messages"),
+        ]
+
+
+class SettlementReceipt(models.Model):
+    seq = models.BigIntegerField()
+    lock_token = models.CharField(max_length=32)
+    verb = models.CharField(max_length=16)
+    args = models.TextField(default="")
+    expires_at = models.BigIntegerField()
+
+    class Meta:
+        db_table = "mqlite_receipt"
+        indexes = [
+            models.Index(fields=["seq", "lock_token"], name="mqlite_receipt_key"),
+            models.Index(fields=["expires_at"], name="mqlite_receipt_exp"),
+        ]
+
+
+class ReceiveAttempt(models.Model):
+    queue = models.ForeignKey(Queue, on_delete=models.CASCADE, db_index=False, related_name="+")
+    attempt_id = models.CharField(max_length=128)
+    items = models.TextField()
+    expires_at = models.BigIntegerField()
+
+    class Meta:
+        db_table = "mqlite_attempt"
+        constraints = [
+            models.UniqueConstraint(fields=["queue", "attempt_id"], name="mqlite_attempt_key")
+        ]
+        indexes = [models.Index(fields=["expires_at"], name="mqlite_attempt_exp")]
+
+
+class DedupRecord(models.Model):
+    queue = models.ForeignKey(Queue, on_delete=models.CASCADE, db_index=False, related_name="+")
+    dedup_key = models.CharField(max_length=200)
+    body_hash = models.CharField(max_length=64)
+    seq = models.BigIntegerField()
+    expires_at = models.BigIntegerField()
+
+    class Meta:
+        db_table = "mqlite_dedup"
+        constraints = [
+            models.UniqueConstraint(fields=["queue", "dedup_key"], name="mqlite_dedup_key")
+        ]
+        indexes = [models.Index(fields=["expires_at"], name="mqlite_dedup_exp")]
+
+
+class ProcessedKey(models.Model):
+    key = models.CharField(max_length=255, unique=True)
+    processed_at = models.BigIntegerField()
+
+    class Meta:
+        db_table = "mqlite_processed_key"
+
+
+class QueueTotals(models.Model):
+    """Lifetime counters, sharded per queue so concurrent writers rarely share a row."""
+
+    queue = models.ForeignKey(Queue, on_delete=models.CASCADE, db_index=False, related_name="+")
+    shard = models.SmallIntegerField(default=0)
+    enqueued = models.BigIntegerField(default=0)
+    delivered = models.BigIntegerField(default=0)
+    completed = models.BigIntegerField(default=0)
+    abandoned = models.BigIntegerField(default=0)
+    reclaimed = models.BigIntegerField(default=0)
+    retried = models.BigIntegerField(default=0)
+    exhausted = models.BigIntegerField(default=0)
+    rejected = models.BigIntegerField(default=0)
+    expired = models.BigIntegerField(default=0)
+    dead_lettered = models.BigIntegerField(default=0)
+    redriven = models.BigIntegerField(default=0)
+    purged = models.BigIntegerField(default=0)
+
+    class Meta:
+        db_table = "mqlite_totals"
+        constraints = [
+            models.UniqueConstraint(fields=["queue", "shard"], name="mqlite_totals_shard")
+        ]
+
+
+class Worker(models.Model):
+    host = models.CharField(max_length=255)
+    pid = models.IntegerField()
+    queues = models.JSONField(default=list)
+    started_at = models.BigIntegerField()
+    last_seen = models.BigIntegerField()
+    in_flight = models.IntegerField(default=0)
+    stopped_at = models.BigIntegerField(null=True, blank=True)
+
+    class Meta:
+        db_table = "mqlite_worker"
+        indexes = [models.Index(fields=["last_seen"], name="mqlite_worker_seen")]
+
+    def __str__(self) -> str:
+        return f"{self.host}:{self.pid}"

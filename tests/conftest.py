@@ -1,0 +1,36 @@
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from django.db import connection
+
+import django_mqlite as mq
+
+_names = itertools.count(1)
+
+
+@pytest.fixture
+def vendor() -> str:
+    return connection.vendor
+
+
+@pytest.fixture
+def make_queue(db: Any) -> Callable[..., mq.Queue]:
+    def make(name: str | None = None, **options: Any) -> mq.Queue:
+        return mq.create_queue(name or f"q{next(_names)}", **options)
+
+    return make
+
+
+@pytest.fixture
+def q(make_queue: Callable[..., mq.Queue]) -> str:
+    return make_queue("work").name
+
+
+@pytest.fixture
+def clock() -> Iterator[mq.clock.FrozenClock]:
+    with mq.clock.frozen() as c:
+        yield c
