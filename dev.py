@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""Two commands, on a fresh machine with nothing but Python 3.11+:
+
+    python3 dev.py demo    # the example project on SQLite: send, drain, show the counts
+    python3 dev.py test    # lint, types, migrations check, the suite on SQLite and PostgreSQL
+
+Both create ``.venv`` (once, and again when pyproject.toml changes) and install the
+project with its dev extras into it. ``test`` runs PostgreSQL tests when a server answers
+on PGHOST:PGPORT (default 127.0.0.1:5432); set ``MQLITE_REQUIRE_POSTGRES=1`` to fail
+instead of skipping them when none does (CI sets it). Arguments after ``--`` go to
+pytest, e.g. ``python3 dev.py test --db sqlite -- -k fencing``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import socket
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
+PY = BIN / "python"
+
+
+def run(*cmd: str | Path, env: dict[str, str] | None = None, cwd: Path = ROOT) -> None:
+    print("+", " ".join(str(c) for c in cmd), flush=True)
+    result = subprocess.run([str(c) for c in cmd], cwd=cwd, env=env, check=False)
+    if result.returncode != 0:
+        sys.exit(result.returncode)
+
+
+def bootstrap() -> None:
+    if sys.version_info < (3, 11):
+        sys.exit("django-mqlite needs Python 3.11 or newer")
+    stamp = VENV / ".installed"
+    want = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    if stamp.exists() and stamp.read_text() == want and PY.exists():
+        return
+    if not PY.exists():
+        try:
+            venv.EnvBuilder(with_pip=True).create(VENV)
+        except Exception as exc:  # ensurepip missing (Debian without python3-venv)
+            sys.exit(f"could not create {VENV}: {exc}\nOn Debian: apt-get install python3-venv")
+    run(PY, "-m", "pip", "install", "--quiet", "--upgrade", "pip")
+    run(PY, "-m", "pip", "install", "--quiet", "-e", ".[dev]")
+    stamp.write_text(want)
+
+
+def postgres_up() -> bool:
+    host = os.environ.get("PGHOST", "127.0.0.1")
+    port = int(os.environ.get("PGPORT", "5432"))
+    try:
+        with socket.create_connection((host, port), timeout=2):
+            return True
+    except OSError:
+        return False
+
+
+def cmd_demo(args: argparse.Namespace) -> None:
+    bootstrap()
+    run(PY, "manage.py", "migrate", "--verbosity", "0", cwd=ROOT / "example_project")
+    run(PY, "manage.py", "demo", *args.rest, cwd=ROOT / "example_project")
+
+
+def cmd_test(args: argparse.Namespace) -> None:
+    bootstrap()
+    rest = [a for a in args.rest if a != "--"]
+    if not args.no_lint:
+        run(PY, "-m", "ruff", "check", ".")
+        run(PY, "-m", "ruff", "format", "--check", ".")
+        run(PY, "-m", "mypy")
+        env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings"}
+        run(PY, "-m", "django", "makemigrations", "--check", "--dry-run", env=env)
+    dbs = ["sqlite", "postgres"] if args.db == "all" else [args.db]
+    for db in dbs:
+        if db == "postgres" and not postgres_up():
+            if os.environ.get("MQLITE_REQUIRE_POSTGRES") == "1":
+                sys.exit("PostgreSQL is required (MQLITE_REQUIRE_POSTGRES=1) but not reachable")
+            print("!! PostgreSQL is not reachable: skipping the PostgreSQL run", flush=True)
+            continue
+        print(f"== test suite on {db}", flush=True)
+        run(PY, "-m", "pytest", *rest, env={**os.environ, "MQLITE_TEST_DB": db})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    demo = sub.add_parser("demo", help="run the example project's demo on SQLite")
+    demo.set_defaults(func=cmd_demo)
+    test = sub.add_parser("test", help="lint, type-check and run the suite on both databases")
+    test.add_argument("--db", choices=["sqlite", "postgres", "all"], default="all")
+    test.add_argument("--no-lint", action="store_true", help="skip ruff, mypy, migrations")
+    test.set_defaults(func=cmd_test)
+    args, rest = parser.parse_known_args()
+    args.rest = rest
+    args.func(args)
+
+
+if __name__ == "__main__":
+    main()
