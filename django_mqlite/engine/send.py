@@ -160,20 +160,35 @@ def _send(
         rows = [_prepare(q, m, now) for m in messages]
         if not rows:
             return []
-        keyed = [r for r in rows if r.dedup_key is not None]
-        claims = {id(r): _claim_dedup(cursor, q, r, now, single) for r in keyed}
+        claims: dict[int, int] = {}
+        owners: dict[str, _Row] = {}  # dedup keys this batch inserts, by key
+        copies: list[tuple[_Row, _Row]] = []  # (repeat, original) within this batch
+        for r in rows:
+            if r.dedup_key is None:
+                continue
+            owner = owners.get(r.dedup_key)
+            if owner is None:
+                claims[id(r)] = _claim_dedup(cursor, q, r, now, single)
+                if claims[id(r)] == 0:
+                    owners[r.dedup_key] = r
+            elif owner.body_hash == r.body_hash:
+                claims[id(r)] = -2
+                copies.append((r, owner))
+            else:
+                claims[id(r)] = -1
         fresh = [r for r in rows if claims.get(id(r), 0) == 0]
         _mark_lines(cursor, dialect, q, fresh)
         _insert(cursor, dialect, q, fresh, now)
-        for r in keyed:
-            claim = claims[id(r)]
-            if claim == 0:
-                cursor.execute(
-                    "UPDATE mqlite_dedup SET seq = %s WHERE queue_id = %s AND dedup_key = %s",
-                    [r.seq, q.id, r.dedup_key],
-                )
-            else:
-                r.seq = max(claim, 0)
+        for key, r in owners.items():
+            cursor.execute(
+                "UPDATE mqlite_dedup SET seq = %s WHERE queue_id = %s AND dedup_key = %s",
+                [r.seq, q.id, key],
+            )
+        for r in rows:
+            if claims.get(id(r), 0) not in (0, -2):
+                r.seq = max(claims[id(r)], 0)
+        for repeat, original in copies:
+            repeat.seq = original.seq
         if fresh:
             core.bump_totals(cursor, dialect, q.id, enqueued=len(fresh))
             notify = dialect.notify_sql()
