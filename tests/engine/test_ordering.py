@@ -111,7 +111,7 @@ def test_line_moves_on_when_the_head_leaves(
 
 
 def test_redriven_head_rejoins_its_line(q: str) -> None:
-    head, nxt, last = mq.send_batch(q, [mq.OutMessage(str(i), group_id="g") for i in range(3)])
+    head, nxt, _last = mq.send_batch(q, [mq.OutMessage(str(i), group_id="g") for i in range(3)])
     mq.receive(q)[0].reject("bad")
     (m,) = mq.receive(q)
     assert m.seq == nxt
@@ -147,7 +147,7 @@ def test_strict_fifo_batch_send_lines_up(make_queue: object) -> None:
 
 def test_group_fifo_orders_by_group(make_queue: object) -> None:
     mq.create_queue("gf", ordering="group_fifo")
-    a1, a2, b1 = mq.send_batch(
+    a1, _a2, b1 = mq.send_batch(
         "gf",
         [
             mq.OutMessage(b"", group_id="a"),
