@@ -215,15 +215,16 @@ def lock_lines(cursor: CursorWrapper, dialect: Dialect, queue_id: int, keys: Ite
 
 
 # Unblock a line's earliest live message, unless the line already has an unblocked one.
-# Idempotent: safe to run for any line after any change to it.
+# Idempotent: safe to run for any line after any change to it. ``blocked = true`` (not a
+# bare ``blocked``) so both lookups are equality seeks on mqlite_msg_line.
 RELEASE_SQL = (
     "UPDATE mqlite_message SET blocked = false WHERE seq = ("
     " SELECT seq FROM mqlite_message"
-    f" WHERE queue_id = %s AND order_key = %s AND state IN {LIVE_SQL} AND blocked"
+    f" WHERE queue_id = %s AND order_key = %s AND state IN {LIVE_SQL} AND blocked = true"
     " ORDER BY seq LIMIT 1"
     ") AND NOT EXISTS ("
     " SELECT 1 FROM mqlite_message"
-    f" WHERE queue_id = %s AND order_key = %s AND state IN {LIVE_SQL} AND NOT blocked"
+    f" WHERE queue_id = %s AND order_key = %s AND state IN {LIVE_SQL} AND blocked = false"
     ")"
 )
 

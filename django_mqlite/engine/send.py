@@ -39,9 +39,13 @@ _INSERT_COLUMNS = (
     "content_type, delivery_count"
 )
 # Whether a line already has a live message, asked for a line's first row in a batch.
+# Written as an ordered LIMIT 1 in mqlite_msg_line's order so that both planners seek
+# that index instead of weighing a scan that stops at the first match (which is O(n)
+# when the line is empty and the queue is not).
 _BLOCKED_SQL = (
-    "EXISTS (SELECT 1 FROM mqlite_message WHERE queue_id = %s AND order_key = %s"
-    f" AND state IN {core.LIVE_SQL})"
+    "(SELECT seq FROM mqlite_message WHERE queue_id = %s AND order_key = %s"
+    f" AND state IN {core.LIVE_SQL} ORDER BY queue_id, order_key, blocked, seq LIMIT 1)"
+    " IS NOT NULL"
 )
 
 
