@@ -11,4 +11,12 @@ from .messages import DeadLetterAdmin, MessageAdmin
 from .queues import QueueAdmin
 from .workers import WorkerAdmin
 
-__all__ = ["DeadLetterAdmin", "MessageAdmin", "QueueAdmin", "WorkerAdmin", "messages", "queues", "workers"]
+__all__ = [
+    "DeadLetterAdmin",
+    "MessageAdmin",
+    "QueueAdmin",
+    "WorkerAdmin",
+    "messages",
+    "queues",
+    "workers",
+]

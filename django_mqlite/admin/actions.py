@@ -48,9 +48,7 @@ def _batches(queryset: QuerySet[Message]) -> Iterator[tuple[str, list[int]]]:
     last = 0
     while True:
         rows = list(
-            queryset.filter(seq__gt=last)
-            .order_by("seq")
-            .values_list("seq", "queue__name")[:BATCH]
+            queryset.filter(seq__gt=last).order_by("seq").values_list("seq", "queue__name")[:BATCH]
         )
         if not rows:
             return
@@ -109,9 +107,7 @@ def _report(
     modeladmin: admin.ModelAdmin[Any], request: HttpRequest, done: int, asked: int, verb: str
 ) -> None:
     if verb == "redriven":
-        text = ngettext(
-            "Redrove %(count)d dead letter.", "Redrove %(count)d dead letters.", done
-        )
+        text = ngettext("Redrove %(count)d dead letter.", "Redrove %(count)d dead letters.", done)
     else:
         text = ngettext("Purged %(count)d dead letter.", "Purged %(count)d dead letters.", done)
     modeladmin.message_user(request, text % {"count": done}, messages.SUCCESS)
@@ -146,11 +142,13 @@ def redrive_selected(
 
 
 class RedriveTargetForm(forms.Form):
-    to_queue = forms.TypedChoiceField(label=gettext_lazy("Target queue"), choices=())
+    to_queue = forms.ChoiceField(label=gettext_lazy("Target queue"), choices=())
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["to_queue"].choices = [(q.name, q.name) for q in list_queues()]
+        field = self.fields["to_queue"]
+        assert isinstance(field, forms.ChoiceField)
+        field.choices = [(q.name, q.name) for q in list_queues()]
 
 
 @admin.action(

@@ -14,8 +14,7 @@ from .actions import PURGE_PERMISSION, REDRIVE_PERMISSION
 from .pagination import EstimatedCountPaginator
 
 
-
-class ReadOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class ReadOnlyAdmin(admin.ModelAdmin):
     """Rows the engine owns: viewable, never added, edited or deleted by hand.
 
     Changes go through the engine's verbs (the actions below, ``mq.*``, the ``mqlite``

@@ -7,6 +7,7 @@ import datetime as dt
 import json
 import string
 
+from django.contrib.admin.utils import display_for_value
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
@@ -45,12 +46,18 @@ def age(seconds: float | None) -> str:
     """An age in seconds, as the two largest units (``"3m 12s"``)."""
     if seconds is None:
         return "—"
-    return duration(int(round(seconds)) * 1000)
+    return duration(round(seconds) * 1000)
 
 
 def when(ms: int | None) -> dt.datetime | None:
     """An epoch-millisecond column as an aware datetime (the admin localises it)."""
     return None if ms is None else from_ms(ms)
+
+
+def stamp(ms: int | None) -> str:
+    """An epoch-millisecond column as the admin shows datetimes (localised, in the
+    current time zone). A string, so list cells and read-only detail fields agree."""
+    return str(display_for_value(when(ms), "—"))
 
 
 def human_size(n: int) -> str:

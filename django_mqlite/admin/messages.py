@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from django.contrib import admin
 from django.db.models import BinaryField, QuerySet
@@ -48,7 +48,7 @@ class MessageAdmin(ReadOnlyAdmin):
         "enqueued",
         "body_preview",
     )
-    list_filter: tuple[Any, ...] = ("queue", StateFilter)
+    list_filter: ClassVar[tuple[Any, ...]] = ("queue", StateFilter)
     list_select_related = ("queue",)
     # Exact matches (prefix for subjects): a substring search cannot use any index.
     search_fields = ("=message_id", "=group_id", "^subject")
@@ -107,35 +107,33 @@ class MessageAdmin(ReadOnlyAdmin):
             .defer("body", "result", "last_error")
             .annotate(
                 body_size=Length("body"),
-                body_head=Substr(
-                    "body", 1, format.LIST_PREVIEW_BYTES, output_field=BinaryField()
-                ),
+                body_head=Substr("body", 1, format.LIST_PREVIEW_BYTES, output_field=BinaryField()),
             )
         )
 
     @admin.display(description="enqueued", ordering="enqueued_at")
-    def enqueued(self, obj: Message) -> Any:
-        return format.when(obj.enqueued_at)
+    def enqueued(self, obj: Message) -> str:
+        return format.stamp(obj.enqueued_at)
 
     @admin.display(description="visible at")
-    def visible(self, obj: Message) -> Any:
-        return format.when(obj.visible_at)
+    def visible(self, obj: Message) -> str:
+        return format.stamp(obj.visible_at)
 
     @admin.display(description="locked until")
-    def locked_until_at(self, obj: Message) -> Any:
-        return format.when(obj.locked_until)
+    def locked_until_at(self, obj: Message) -> str:
+        return format.stamp(obj.locked_until)
 
     @admin.display(description="expires")
-    def expires(self, obj: Message) -> Any:
-        return format.when(obj.expires_at)
+    def expires(self, obj: Message) -> str:
+        return format.stamp(obj.expires_at)
 
     @admin.display(description="dead-lettered", ordering="dead_lettered_at")
-    def dead_lettered(self, obj: Message) -> Any:
-        return format.when(obj.dead_lettered_at)
+    def dead_lettered(self, obj: Message) -> str:
+        return format.stamp(obj.dead_lettered_at)
 
     @admin.display(description="completed")
-    def completed(self, obj: Message) -> Any:
-        return format.when(obj.completed_at)
+    def completed(self, obj: Message) -> str:
+        return format.stamp(obj.completed_at)
 
     @admin.display(description="body")
     def body_preview(self, obj: Any) -> str:

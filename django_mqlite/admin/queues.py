@@ -7,10 +7,7 @@ and at every worker start, which would silently undo an edit made here) or creat
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import admin
-from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
@@ -134,8 +131,8 @@ class QueueAdmin(ReadOnlyAdmin):
         return format.duration(obj.keep_results_ms, unset="not kept")
 
     @admin.display(description="created")
-    def created(self, obj: Queue) -> Any:
-        return format.when(obj.created_at)
+    def created(self, obj: Queue) -> str:
+        return format.stamp(obj.created_at)
 
     @admin.display(description="messages by state (exact)")
     def live_stats(self, obj: Queue) -> SafeString:

@@ -94,20 +94,20 @@ class WorkerAdmin(ReadOnlyAdmin):
         return format_html('<span class="mqlite-worker-status" data-status="{}">{}</span>', st, st)
 
     @admin.display(description="started", ordering="started_at")
-    def started(self, obj: Worker) -> Any:
-        return format.when(obj.started_at)
+    def started(self, obj: Worker) -> str:
+        return format.stamp(obj.started_at)
 
     @admin.display(description="last heartbeat", ordering="last_seen")
-    def last_heartbeat(self, obj: Worker) -> Any:
-        return format.when(obj.last_seen)
+    def last_heartbeat(self, obj: Worker) -> str:
+        return format.stamp(obj.last_seen)
 
     @admin.display(description="heartbeat age")
     def heartbeat_age(self, obj: Worker) -> str:
         return format.age(max(0.0, (now_ms() - obj.last_seen) / 1000))
 
     @admin.display(description="stopped", ordering="stopped_at")
-    def stopped(self, obj: Worker) -> Any:
-        return format.when(obj.stopped_at)
+    def stopped(self, obj: Worker) -> str:
+        return format.stamp(obj.stopped_at)
 
 
 admin.site.register(Worker, WorkerAdmin)

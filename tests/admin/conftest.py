@@ -42,7 +42,9 @@ def staff_client(db: Any) -> Callable[..., Client]:
         user = User.objects.create_user(f"staff{User.objects.count()}", is_staff=True)
         codenames = (*VIEW_PERMS, *extra) if view else extra
         user.user_permissions.set(
-            Permission.objects.filter(content_type__app_label="django_mqlite", codename__in=codenames)
+            Permission.objects.filter(
+                content_type__app_label="django_mqlite", codename__in=codenames
+            )
         )
         client = Client()
         client.force_login(user)

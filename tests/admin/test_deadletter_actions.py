@@ -64,8 +64,12 @@ def test_redrive_to_queue_asks_for_the_target_then_moves(
     assert state_of(seq) == "dead_lettered"  # nothing happens before the choice
     done = admin_client.post(
         URL,
-        {"action": "redrive_selected_to_queue", "_selected_action": [seq], "post": "yes",
-         "to_queue": "dst"},
+        {
+            "action": "redrive_selected_to_queue",
+            "_selected_action": [seq],
+            "post": "yes",
+            "to_queue": "dst",
+        },
         follow=True,
     )
     assert "Redrove 1 dead letter." in _notes(done)
@@ -79,8 +83,12 @@ def test_redrive_to_unknown_queue_is_a_form_error(admin_client: Client, make_que
     seq = dead_letter(q)
     page = admin_client.post(
         URL,
-        {"action": "redrive_selected_to_queue", "_selected_action": [seq], "post": "yes",
-         "to_queue": "nope"},
+        {
+            "action": "redrive_selected_to_queue",
+            "_selected_action": [seq],
+            "post": "yes",
+            "to_queue": "nope",
+        },
     )
     assert page.status_code == 200 and "errorlist" in page.content.decode()
     assert state_of(seq) == "dead_lettered"
@@ -116,8 +124,12 @@ def test_purge_select_across_takes_the_filtered_changelist(
     assert page.status_code == 200 and 'name="select_across"' in page.content.decode()
     done = admin_client.post(
         url,
-        {"action": "purge_selected", "_selected_action": gone[:1], "select_across": "1",
-         "post": "yes"},
+        {
+            "action": "purge_selected",
+            "_selected_action": gone[:1],
+            "select_across": "1",
+            "post": "yes",
+        },
         follow=True,
     )
     assert "Purged 3 dead letters." in _notes(done)
