@@ -179,7 +179,7 @@ class DeadLetterAdmin(MessageAdmin):
 
     @admin.display(description="description")
     def description(self, obj: Message) -> str:
-        text = obj.dead_letter_description or ""
+        text = obj.dead_letter_description or "—"
         return text if len(text) <= 100 else text[:100] + "…"
 
     @admin.display(description="last error")
