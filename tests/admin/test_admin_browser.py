@@ -42,7 +42,12 @@ def browser() -> Iterator[Any]:
         with sync_playwright() as p:
             browser = p.chromium.launch(
                 executable_path=CHROMIUM,
-                args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+                args=[
+                    "--headless",
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--disable-background-networking",
+                ],
             )
             yield browser
             browser.close()
