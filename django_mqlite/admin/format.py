@@ -38,7 +38,7 @@ def duration(ms: int | None, *, unset: str = "—") -> str:
             count, seconds = divmod(seconds, size)
             parts.append(f"{count}{unit}")
     if seconds or rest_ms:
-        parts.append(f"{seconds}.{rest_ms:03d}s".replace(".000s", "s").rstrip("0"))
+        parts.append(f"{seconds + rest_ms / 1000:g}s")
     return " ".join(parts[:2])
 
 
