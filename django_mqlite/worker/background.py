@@ -111,7 +111,7 @@ class Listener(threading.Thread):
     """LISTENs on a dedicated PostgreSQL connection and turns each notification (its
     payload is a queue name) into an in-process wake-up. Reconnects after errors."""
 
-    def __init__(self, using: str, poll_s: float = 1.0) -> None:
+    def __init__(self, using: str, poll_s: float = 0.25) -> None:
         super().__init__(name="mqlite-listener", daemon=True)
         self.using = using
         self.poll_s = poll_s
