@@ -74,8 +74,13 @@ def queues(out: OutputWrapper, o: dict[str, Any]) -> None:
         dump(out, [{**asdict(q), "counts": stats[q.name].counts} for q in found])
         return
     rows = [
-        [q.name, q.ordering.value, f"{q.lock_duration:g}s", q.max_delivery_count,
-         *(stats[q.name].counts[s] for s in STATE_COLUMNS)]
+        [
+            q.name,
+            q.ordering.value,
+            f"{q.lock_duration:g}s",
+            q.max_delivery_count,
+            *(stats[q.name].counts[s] for s in STATE_COLUMNS),
+        ]
         for q in found
     ]
     if not rows:
@@ -86,8 +91,11 @@ def queues(out: OutputWrapper, o: dict[str, Any]) -> None:
 
 def create_queue(out: OutputWrapper, o: dict[str, Any]) -> None:
     name, using = o["name"], o["database"]
-    given = {k: o[k] for k in (*QUEUE_OPTIONS, "content_dedup", "dead_letter_on_expire")
-             if o.get(k) is not None}
+    given = {
+        k: o[k]
+        for k in (*QUEUE_OPTIONS, "content_dedup", "dead_letter_on_expire")
+        if o.get(k) is not None
+    }
     try:
         current = asdict(mq.get_queue(name, using=using))
         current.pop("name")
@@ -123,17 +131,32 @@ def _stats_once(out: OutputWrapper, o: dict[str, Any]) -> None:
         dump(out, {n: asdict(s) for n, s in by_name.items()})
         return
     rows = [
-        [n, *(s.counts[c] for c in (*STATE_COLUMNS, "completed")), _age(s.oldest_active_age),
-         s.totals["enqueued"], s.totals["completed"], s.totals["retried"], s.totals["dead_lettered"]]
+        [
+            n,
+            *(s.counts[c] for c in (*STATE_COLUMNS, "completed")),
+            _age(s.oldest_active_age),
+            s.totals["enqueued"],
+            s.totals["completed"],
+            s.totals["retried"],
+            s.totals["dead_lettered"],
+        ]
         for n, s in by_name.items()
     ]
-    table(out, ["queue", *STATE_COLUMNS, "completed", "oldest", "enqueued", "done",
-                "retried", "dead"], rows)
+    table(
+        out,
+        ["queue", *STATE_COLUMNS, "completed", "oldest", "enqueued", "done", "retried", "dead"],
+        rows,
+    )
 
 
 def peek(out: OutputWrapper, o: dict[str, Any]) -> None:
-    msgs = mq.peek(o["queue"], state=o["state"], limit=o["limit"], after_seq=o["after_seq"],
-                   using=o["database"])
+    msgs = mq.peek(
+        o["queue"],
+        state=o["state"],
+        limit=o["limit"],
+        after_seq=o["after_seq"],
+        using=o["database"],
+    )
     if o["json"]:
         dump(out, [{**asdict(m), "body": _preview(m.body, 10_000)} for m in msgs])
         return
@@ -141,8 +164,15 @@ def peek(out: OutputWrapper, o: dict[str, Any]) -> None:
         out.write("no messages")
         return
     rows = [
-        [m.seq, m.state.value, m.delivery_count, m.group_id or "", m.enqueued_at.isoformat(
-            timespec="seconds"), m.dead_letter_reason or "", _preview(m.body, 60)]
+        [
+            m.seq,
+            m.state.value,
+            m.delivery_count,
+            m.group_id or "",
+            m.enqueued_at.isoformat(timespec="seconds"),
+            m.dead_letter_reason or "",
+            _preview(m.body, 60),
+        ]
         for m in msgs
     ]
     table(out, ["seq", "state", "dlv", "group", "enqueued", "reason", "body"], rows)
@@ -164,14 +194,18 @@ def send(out: OutputWrapper, o: dict[str, Any]) -> None:
             body = json.loads(raw)
         except ValueError as exc:
             raise CommandError(f"BODY is not valid JSON: {exc}") from exc
-    options = {k: o[k] for k in ("group_id", "message_id", "subject", "priority", "delay",
-                                 "ttl", "content_type") if o.get(k) is not None}
+    options = {
+        k: o[k]
+        for k in ("group_id", "message_id", "subject", "priority", "delay", "ttl", "content_type")
+        if o.get(k) is not None
+    }
     seq = mq.send(o["queue"], body, using=o["database"], **options)
     out.write(json.dumps({"seq": seq}) if o["json"] else f"sent seq {seq} to {o['queue']!r}")
 
 
-def _chunked(out: OutputWrapper, verb: str, total: int | None,
-             step: Callable[[int], int], quiet: bool) -> int:
+def _chunked(
+    out: OutputWrapper, verb: str, total: int | None, step: Callable[[int], int], quiet: bool
+) -> int:
     """Run ``step(chunk)`` until it does less than a chunk, printing progress."""
     done = 0
     while True:
@@ -191,10 +225,18 @@ def redrive(out: OutputWrapper, o: dict[str, Any]) -> None:
     if o["seqs"]:
         moved = mq.redrive(q, seqs=o["seqs"], to_queue=o["to"], using=using)
     else:
-        moved = _chunked(out, "redriven", total, lambda n: mq.redrive(
-            q, to_queue=o["to"], limit=n, using=using), o["json"])
-    out.write(json.dumps({"count": moved}) if o["json"]
-              else f"redrove {moved} message(s) from {q!r} to {o['to'] or q!r}")
+        moved = _chunked(
+            out,
+            "redriven",
+            total,
+            lambda n: mq.redrive(q, to_queue=o["to"], limit=n, using=using),
+            o["json"],
+        )
+    out.write(
+        json.dumps({"count": moved})
+        if o["json"]
+        else f"redrove {moved} message(s) from {q!r} to {o['to'] or q!r}"
+    )
 
 
 def purge(out: OutputWrapper, o: dict[str, Any]) -> None:
@@ -204,15 +246,25 @@ def purge(out: OutputWrapper, o: dict[str, Any]) -> None:
     total = mq.stats(q, using=using).counts[state]
     if not o["yes"]:
         if not (sys.stdin.isatty() and o["interactive"]):
-            raise CommandError(f"purge removes up to {total} {state} message(s) of {q!r} "
-                               "for good; pass --yes to confirm")
+            raise CommandError(
+                f"purge removes up to {total} {state} message(s) of {q!r} "
+                "for good; pass --yes to confirm"
+            )
         answer = input(f"Remove up to {total} {state} message(s) of {q!r}? [y/N] ")
         if answer.strip().lower() not in ("y", "yes"):
             raise CommandError("purge cancelled")
-    removed = _chunked(out, "purged", total, lambda n: mq.purge(
-        q, state=state, older_than=o["older_than"], limit=n, using=using), o["json"])
-    out.write(json.dumps({"count": removed}) if o["json"]
-              else f"purged {removed} {state} message(s) from {q!r}")
+    removed = _chunked(
+        out,
+        "purged",
+        total,
+        lambda n: mq.purge(q, state=state, older_than=o["older_than"], limit=n, using=using),
+        o["json"],
+    )
+    out.write(
+        json.dumps({"count": removed})
+        if o["json"]
+        else f"purged {removed} {state} message(s) from {q!r}"
+    )
 
 
 def health(out: OutputWrapper, o: dict[str, Any]) -> None:
@@ -231,12 +283,18 @@ def health(out: OutputWrapper, o: dict[str, Any]) -> None:
         from .models import Worker
 
         stale_ms = int(float(mqlite_settings.WORKER_STALE_AFTER) * 1000)
-        report["workers"] = Worker.objects.using(alias).filter(
-            stopped_at=None, last_seen__gt=now_ms() - stale_ms).count()
+        report["workers"] = (
+            Worker.objects.using(alias)
+            .filter(stopped_at=None, last_seen__gt=now_ms() - stale_ms)
+            .count()
+        )
         if report["workers"] < o["min_workers"]:
             problems.append(f"{report['workers']} live worker(s), need {o['min_workers']}")
-        ages = [s.oldest_active_age for s in mq.stats(using=alias).values()
-                if s.oldest_active_age is not None]
+        ages = [
+            s.oldest_active_age
+            for s in mq.stats(using=alias).values()
+            if s.oldest_active_age is not None
+        ]
         report["oldest_active_age"] = max(ages, default=None)
         oldest = report["oldest_active_age"]
         if o["max_age"] is not None and oldest is not None and oldest > o["max_age"]:

@@ -68,7 +68,9 @@ class Registry:
         if timeout is not None and (
             not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0
         ):
-            raise ImproperlyConfigured(f"consumer timeout must be a positive number of seconds, not {timeout!r}")
+            raise ImproperlyConfigured(
+                f"consumer timeout must be a positive number of seconds, not {timeout!r}"
+            )
         entry = Consumer(queue, func, None if timeout is None else float(timeout))
         current = self._consumers.get(queue)
         if current is not None and current.name != entry.name:

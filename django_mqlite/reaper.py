@@ -46,8 +46,8 @@ class Reaper:
                     connections[self.using].close()
                 self._stopping.wait(self.interval_s)
         finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
         return 0
 
     def stop(self) -> None:

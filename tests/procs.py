@@ -56,7 +56,7 @@ class Workers:
     def start(
         self, *args: str, command: str = "runworker", overrides: dict[str, Any] | None = None
     ) -> subprocess.Popen[str]:
-        proc = subprocess.Popen(  # noqa: S603 - our own manage.py
+        proc = subprocess.Popen(
             [sys.executable, str(MANAGE), command, *args],
             cwd=ROOT,
             env=self.env(overrides),

@@ -14,14 +14,24 @@ pytestmark = pytest.mark.django_db
 
 def test_create_queue_and_change_one_setting() -> None:
     assert "created queue 'orders'" in mqlite(
-        "create-queue", "orders", "--ordering", "group_fifo", "--lock-duration", "45",
-        "--max-delivery-count", "3", "--content-dedup",
+        "create-queue",
+        "orders",
+        "--ordering",
+        "group_fifo",
+        "--lock-duration",
+        "45",
+        "--max-delivery-count",
+        "3",
+        "--content-dedup",
     )
     assert "updated queue 'orders'" in mqlite("create-queue", "orders", "--lock-duration", "60")
     q = mq.get_queue("orders")
     # Settings not given keep their current values.
     assert (q.ordering, q.lock_duration, q.max_delivery_count, q.content_dedup) == (
-        "group_fifo", 60, 3, True,
+        "group_fifo",
+        60,
+        3,
+        True,
     )
     data = mqlite_json("create-queue", "orders", "--no-content-dedup")
     assert data["content_dedup"] is False and data["lock_duration"] == 60

@@ -23,9 +23,7 @@ def lease_q(make_queue: Any) -> str:
     return make_queue(lock_duration=600, max_delivery_count=2).name
 
 
-def test_silent_worker_locks_are_reclaimed_before_the_lease_ends(
-    lease_q: str, clock: Any
-) -> None:
+def test_silent_worker_locks_are_reclaimed_before_the_lease_ends(lease_q: str, clock: Any) -> None:
     dead = make_worker(clock.now_ms())
     alive = make_worker(clock.now_ms())
     s1, s2 = mq.send(lease_q, "a"), mq.send(lease_q, "b")
@@ -50,7 +48,11 @@ def test_a_crash_never_buys_an_extra_delivery(lease_q: str, clock: Any) -> None:
         clock.advance(16)
         mq.reap()
     [p] = mq.peek(lease_q)
-    assert (p.seq, p.state, p.dead_letter_reason) == (seq, "dead_lettered", "MaxDeliveryCountExceeded")
+    assert (p.seq, p.state, p.dead_letter_reason) == (
+        seq,
+        "dead_lettered",
+        "MaxDeliveryCountExceeded",
+    )
     assert mq.stats(lease_q).totals["exhausted"] == 1
 
 

@@ -52,7 +52,13 @@ def test_racing_threads_exactly_one_wins() -> None:
         errors: list[BaseException] = []
         lock = threading.Lock()
 
-        def contend(key: str = key, barrier: threading.Barrier = barrier) -> None:
+        def contend(
+            key: str = key,
+            barrier: threading.Barrier = barrier,
+            results: list[bool] = results,
+            errors: list[BaseException] = errors,
+            lock: threading.Lock = lock,
+        ) -> None:
             try:
                 barrier.wait()
                 with transaction.atomic(), mq.once(key) as first:

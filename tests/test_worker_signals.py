@@ -54,9 +54,7 @@ def test_sigterm_releases_claimed_but_unstarted_without_burning_attempts(
     assert all(p.state == "active" and p.delivery_count == 0 for p in left.values())
 
 
-def test_sigkill_mid_handler_is_redelivered_via_stale_heartbeat(
-    workers: Any, queues: None
-) -> None:
+def test_sigkill_mid_handler_is_redelivered_via_stale_heartbeat(workers: Any, queues: None) -> None:
     seq = mq.send("work", {"sleep_first": 60})
     victim = workers.start("--no-reaper", overrides=FAST_HEARTBEAT)
     wait_for(lambda: workers.events("start", seq=seq))

@@ -79,8 +79,22 @@ def promote_due(cursor: CursorWrapper, dialect: Dialect, queue_id: int, now: int
 
 
 def to_received(q: QueueRow, row: Sequence[Any], dialect: Dialect, alias: str) -> Received:
-    (seq, body, message_id, group_id, subject, props, corr, reply_to, ctype, priority,
-     delivery_count, enqueued_at, token, locked_until) = row[:14]
+    (
+        seq,
+        body,
+        message_id,
+        group_id,
+        subject,
+        props,
+        corr,
+        reply_to,
+        ctype,
+        priority,
+        delivery_count,
+        enqueued_at,
+        token,
+        locked_until,
+    ) = row[:14]
     return Received(
         queue=q.name,
         seq=seq,
@@ -119,13 +133,15 @@ def receive(
     """
     core.check_int(max_messages, "max_messages", 1, core.MAX_RECEIVE)
     wait_ms = min(core.duration_ms(wait, "wait"), int(core.MAX_WAIT_S * 1000))
-    lock_ms = None if lock_duration is None else core.duration_ms(
-        lock_duration, "lock_duration", allow_zero=False
+    lock_ms = (
+        None
+        if lock_duration is None
+        else core.duration_ms(lock_duration, "lock_duration", allow_zero=False)
     )
     try:
         mode_ = Mode(mode)
     except ValueError:
-        raise InvalidArgumentError(f"mode must be 'peek_lock' or 'receive_and_delete'") from None
+        raise InvalidArgumentError("mode must be 'peek_lock' or 'receive_and_delete'") from None
     attempt = core.check_str(attempt_id, "attempt_id")
     alias = core.alias_of(using)
     deadline = time.monotonic() + wait_ms / 1000
@@ -237,8 +253,10 @@ def receive_deferred(
     if not isinstance(seqs, list | tuple) or len(seqs) > core.MAX_RECEIVE:
         raise InvalidArgumentError(f"seqs must be a list of at most {core.MAX_RECEIVE} seqs")
     wanted = sorted({core.check_seq(s) for s in seqs})
-    lock_ms = None if lock_duration is None else core.duration_ms(
-        lock_duration, "lock_duration", allow_zero=False
+    lock_ms = (
+        None
+        if lock_duration is None
+        else core.duration_ms(lock_duration, "lock_duration", allow_zero=False)
     )
     if not wanted:
         return []
@@ -252,7 +270,8 @@ def receive_deferred(
             "UPDATE mqlite_message SET state = 'locked', "
             f"lock_token = {dialect.new_token_sql()}, locked_until = %s, "
             "delivery_count = delivery_count + 1 "
-            f"WHERE queue_id = %s AND state = 'deferred' AND seq IN ({core.placeholders(len(wanted))}) "
+            "WHERE queue_id = %s AND state = 'deferred' "
+            f"AND seq IN ({core.placeholders(len(wanted))}) "
             "AND (expires_at IS NULL OR expires_at > %s) "
             f"RETURNING {core.MESSAGE_COLUMNS}",
             [until, q.id, *wanted, now],

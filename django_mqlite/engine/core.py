@@ -164,9 +164,7 @@ def check_token(value: object) -> str:
 _totals_sql: dict[tuple[str, tuple[str, ...]], str] = {}
 
 
-def bump_totals(
-    cursor: CursorWrapper, dialect: Dialect, queue_id: int, **counts: int
-) -> None:
+def bump_totals(cursor: CursorWrapper, dialect: Dialect, queue_id: int, **counts: int) -> None:
     """Add to a queue's lifetime counters in the current transaction."""
     counts = {k: v for k, v in counts.items() if v}
     if not counts:
@@ -201,9 +199,7 @@ def order_key_for(queue: QueueRow, group_id: str | None) -> str | None:
     return group_id
 
 
-def lock_lines(
-    cursor: CursorWrapper, dialect: Dialect, queue_id: int, keys: Iterable[str]
-) -> None:
+def lock_lines(cursor: CursorWrapper, dialect: Dialect, queue_id: int, keys: Iterable[str]) -> None:
     """Serialize writers of the same lines (sorted, so two writers never deadlock).
 
     On databases with concurrent writers, "is there an earlier live message?" (asked by

@@ -44,7 +44,9 @@ def reclaim_sql(dialect: Dialect, pick_where: str) -> str:
     """Return expired/orphaned locks to active, or dead-letter them when that was the
     message's last allowed delivery: the same rule for lease expiry and dead workers, so
     a crash never buys an extra delivery."""
-    max_sql = "(SELECT q.max_delivery_count FROM mqlite_queue q WHERE q.id = mqlite_message.queue_id)"
+    max_sql = (
+        "(SELECT q.max_delivery_count FROM mqlite_queue q WHERE q.id = mqlite_message.queue_id)"
+    )
     return (
         f"UPDATE mqlite_message SET "
         f"state = CASE WHEN delivery_count >= {max_sql} THEN 'dead_lettered' ELSE 'active' END, "
@@ -63,14 +65,17 @@ def apply_reclaimed(cursor: CursorWrapper, dialect: Dialect, rows: list[Any]) ->
     per_queue: dict[int, Counter[str]] = {}
     for queue_id, state, _key in rows:
         per_queue.setdefault(queue_id, Counter())[state] += 1
-    core.release_by_queue(
-        cursor, dialect, [(q, k) for q, s, k in rows if s == "dead_lettered"]
-    )
+    core.release_by_queue(cursor, dialect, [(q, k) for q, s, k in rows if s == "dead_lettered"])
     for queue_id, c in per_queue.items():
         buried = c["dead_lettered"]
         core.bump_totals(
-            cursor, dialect, queue_id, reclaimed=buried + c["active"], retried=c["active"],
-            exhausted=buried, dead_lettered=buried,
+            cursor,
+            dialect,
+            queue_id,
+            reclaimed=buried + c["active"],
+            retried=c["active"],
+            exhausted=buried,
+            dead_lettered=buried,
         )
 
 
@@ -101,9 +106,7 @@ def reclaim_stale_workers(alias: str) -> int:
     stale_ms = int(float(mqlite_settings.WORKER_STALE_AFTER) * 1000)
 
     def step(cursor: CursorWrapper, dialect: Dialect, now: int) -> int:
-        cursor.execute(
-            reclaim_sql(dialect, _STALE_OWNER), [now, now, now - stale_ms, _chunk()]
-        )
+        cursor.execute(reclaim_sql(dialect, _STALE_OWNER), [now, now, now - stale_ms, _chunk()])
         rows = cursor.fetchall()
         apply_reclaimed(cursor, dialect, rows)
         return len(rows)
@@ -177,7 +180,9 @@ def expire_ttl(alias: str) -> int:
     return _repeat(alias, bury) + _repeat(alias, drop)
 
 
-def _account(cursor: CursorWrapper, dialect: Dialect, rows: list[Any], *, dead_lettered: bool) -> None:
+def _account(
+    cursor: CursorWrapper, dialect: Dialect, rows: list[Any], *, dead_lettered: bool
+) -> None:
     core.release_by_queue(cursor, dialect, rows)
     for queue_id, n in Counter(q for q, _ in rows).items():
         core.bump_totals(
@@ -218,7 +223,7 @@ def _effective(own: int | None, default: Any, scale: int) -> int | None:
 
 def dlq_retention(alias: str) -> int:
     """Trim each queue's dead letters, oldest first, to its age/count/bytes bounds."""
-    cursor, dialect = core.ctx(alias)
+    cursor, _ = core.ctx(alias)
     cursor.execute(f"SELECT {core.QUEUE_COLUMNS} FROM mqlite_queue")
     queues = [core.QueueRow(*r) for r in cursor.fetchall()]
     removed = 0
@@ -228,30 +233,42 @@ def dlq_retention(alias: str) -> int:
         max_bytes = _effective(q.dlq_max_bytes, mqlite_settings.DLQ_MAX_BYTES, 1)
         picks: list[tuple[str, list[Any]]] = []
         if max_age is not None:
-            picks.append((
-                "SELECT seq FROM mqlite_message WHERE queue_id = %s AND state = 'dead_lettered' "
-                "AND dead_lettered_at <= %s ORDER BY seq LIMIT %s",
-                [q.id, "now-age", _chunk()],
-            ))
+            picks.append(
+                (
+                    "SELECT seq FROM mqlite_message WHERE queue_id = %s "
+                    "AND state = 'dead_lettered' AND dead_lettered_at <= %s ORDER BY seq LIMIT %s",
+                    [q.id, "now-age", _chunk()],
+                )
+            )
         if max_count is not None:
-            picks.append((
-                "SELECT seq FROM (SELECT seq, row_number() OVER (ORDER BY seq DESC) AS n "
-                "FROM mqlite_message WHERE queue_id = %s AND state = 'dead_lettered') t "
-                "WHERE n > %s ORDER BY seq LIMIT %s",
-                [q.id, max_count, _chunk()],
-            ))
+            picks.append(
+                (
+                    "SELECT seq FROM (SELECT seq, row_number() OVER (ORDER BY seq DESC) AS n "
+                    "FROM mqlite_message WHERE queue_id = %s AND state = 'dead_lettered') t "
+                    "WHERE n > %s ORDER BY seq LIMIT %s",
+                    [q.id, max_count, _chunk()],
+                )
+            )
         if max_bytes is not None:
-            picks.append((
-                "SELECT seq FROM (SELECT seq, SUM(length(body)) OVER (ORDER BY seq DESC) AS b "
-                "FROM mqlite_message WHERE queue_id = %s AND state = 'dead_lettered') t "
-                "WHERE b > %s ORDER BY seq LIMIT %s",
-                [q.id, max_bytes, _chunk()],
-            ))
+            picks.append(
+                (
+                    "SELECT seq FROM (SELECT seq, SUM(length(body)) OVER (ORDER BY seq DESC) AS b "
+                    "FROM mqlite_message WHERE queue_id = %s AND state = 'dead_lettered') t "
+                    "WHERE b > %s ORDER BY seq LIMIT %s",
+                    [q.id, max_bytes, _chunk()],
+                )
+            )
         for sql, params in picks:
 
-            def step(cursor: CursorWrapper, dialect: Dialect, now: int,
-                     sql: str = sql, params: list[Any] = params, q: Any = q,
-                     max_age: int | None = max_age) -> int:
+            def step(
+                cursor: CursorWrapper,
+                dialect: Dialect,
+                now: int,
+                sql: str = sql,
+                params: list[Any] = params,
+                q: Any = q,
+                max_age: int | None = max_age,
+            ) -> int:
                 bound = [now - max_age if p == "now-age" and max_age else p for p in params]
                 cursor.execute(sql, bound)
                 seqs = [r[0] for r in cursor.fetchall()]

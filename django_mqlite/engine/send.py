@@ -149,7 +149,9 @@ def send_batch(
     return _send(queue, messages, using=using, single=False)
 
 
-def _send(queue: str, messages: Sequence[OutMessage], *, using: str | None, single: bool) -> list[int]:
+def _send(
+    queue: str, messages: Sequence[OutMessage], *, using: str | None, single: bool
+) -> list[int]:
     alias = core.alias_of(using)
     cursor, dialect = core.ctx(alias)
     with transaction.atomic(using=alias):
@@ -237,8 +239,18 @@ def _insert(
                 f"(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, {blocked_sql}, %s, "
                 f"{dialect.json_param()}, %s, %s, %s, 0)"
             )
-            params += [q.id, state, r.priority, r.visible_at, r.expires_at, now, r.body,
-                       r.message_id, r.group_id, r.order_key]
+            params += [
+                q.id,
+                state,
+                r.priority,
+                r.visible_at,
+                r.expires_at,
+                now,
+                r.body,
+                r.message_id,
+                r.group_id,
+                r.order_key,
+            ]
             if blocked_sql == _BLOCKED_SQL:
                 params += params_blocked
             params += [r.subject, r.properties, r.correlation_id, r.reply_to, r.content_type]

@@ -52,9 +52,7 @@ def _write_receipts(
     )
 
 
-def _replayed(
-    cursor: CursorWrapper, seq: int, token: str, verb: str, args: str, now: int
-) -> bool:
+def _replayed(cursor: CursorWrapper, seq: int, token: str, verb: str, args: str, now: int) -> bool:
     cursor.execute(
         "SELECT 1 FROM mqlite_receipt WHERE seq = %s AND lock_token = %s AND verb = %s "
         "AND args = %s AND expires_at > %s",
@@ -124,7 +122,10 @@ def _complete_rows(
         f"AND (seq, lock_token) IN (VALUES {pairs})"
     )
     if len(items) == 1:
-        where = "queue_id = %s AND state = 'locked' AND locked_until > %s AND seq = %s AND lock_token = %s"
+        where = (
+            "queue_id = %s AND state = 'locked' AND locked_until > %s "
+            "AND seq = %s AND lock_token = %s"
+        )
     if q.keep_results_ms is not None:
         cursor.execute(
             "UPDATE mqlite_message SET state = 'completed', completed_at = %s, lock_token = NULL, "
@@ -212,13 +213,21 @@ def abandon(
 
     def apply(cursor: CursorWrapper, dialect: Dialect, q: QueueRow, now: int) -> Any:
         visible = now + delay_ms
-        params = [q.max_delivery_count, visible, now, visible, q.max_delivery_count,
-                  q.max_delivery_count, now]
+        params: list[Any] = [
+            q.max_delivery_count,
+            visible,
+            now,
+            visible,
+            q.max_delivery_count,
+            q.max_delivery_count,
+            now,
+        ]
         err_sql = ", last_error = %s" if error is not None else ""
         if error is not None:
             params.append(error[:MAX_ERROR])
         cursor.execute(
-            f"UPDATE mqlite_message SET {RETRY_OR_BURY}{err_sql} WHERE {FENCE} RETURNING state, order_key",
+            f"UPDATE mqlite_message SET {RETRY_OR_BURY}{err_sql} WHERE {FENCE} "
+            "RETURNING state, order_key",
             [*params, seq, q.id, lock_token, now],
         )
         row = cursor.fetchone()
@@ -256,8 +265,16 @@ def reject(
             "locked_until = NULL, locked_by = NULL, dead_letter_reason = %s, "
             "dead_letter_description = %s, dead_lettered_at = %s, "
             f"last_error = COALESCE(%s, last_error) WHERE {FENCE} RETURNING order_key",
-            [reason, description, now, None if error is None else error[:MAX_ERROR],
-             seq, q.id, lock_token, now],
+            [
+                reason,
+                description,
+                now,
+                None if error is None else error[:MAX_ERROR],
+                seq,
+                q.id,
+                lock_token,
+                now,
+            ],
         )
         row = cursor.fetchone()
         if row is None:
@@ -296,8 +313,10 @@ def renew(
     expired one). Returns the new ``locked_until``."""
     core.check_seq(seq)
     core.check_token(lock_token)
-    lock_ms = None if lock_duration is None else core.duration_ms(
-        lock_duration, "lock_duration", allow_zero=False
+    lock_ms = (
+        None
+        if lock_duration is None
+        else core.duration_ms(lock_duration, "lock_duration", allow_zero=False)
     )
     alias = core.alias_of(using)
     cursor, dialect = core.ctx(alias)
@@ -306,7 +325,8 @@ def renew(
         now = now_ms()
         until = now + (lock_ms if lock_ms is not None else q.lock_duration_ms)
         cursor.execute(
-            f"UPDATE mqlite_message SET locked_until = {dialect.greatest_sql('locked_until', '%s')} "
+            "UPDATE mqlite_message SET "
+            f"locked_until = {dialect.greatest_sql('locked_until', '%s')} "
             f"WHERE {FENCE} RETURNING locked_until",
             [until, seq, q.id, lock_token, now],
         )
@@ -327,8 +347,10 @@ def renew_batch(
 ) -> list[bool]:
     """Renew many live leases (at most 512); a stale item is False."""
     items = _check_items(items, MAX_RENEW_BATCH)
-    lock_ms = None if lock_duration is None else core.duration_ms(
-        lock_duration, "lock_duration", allow_zero=False
+    lock_ms = (
+        None
+        if lock_duration is None
+        else core.duration_ms(lock_duration, "lock_duration", allow_zero=False)
     )
     if not items:
         return []
@@ -340,7 +362,8 @@ def renew_batch(
         until = now + (lock_ms if lock_ms is not None else q.lock_duration_ms)
         pairs = ", ".join(["(%s, %s)"] * len(items))
         cursor.execute(
-            f"UPDATE mqlite_message SET locked_until = {dialect.greatest_sql('locked_until', '%s')} "
+            "UPDATE mqlite_message SET "
+            f"locked_until = {dialect.greatest_sql('locked_until', '%s')} "
             "WHERE queue_id = %s AND state = 'locked' AND locked_until > %s "
             f"AND (seq, lock_token) IN (VALUES {pairs}) RETURNING seq",
             [until, q.id, now, *(v for item in items for v in item)],

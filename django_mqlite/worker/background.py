@@ -74,9 +74,7 @@ def register_worker(queues: list[str], using: str) -> int:
 def heartbeat(worker_id: int, in_flight: int, using: str) -> None:
     from ..models import Worker
 
-    Worker.objects.using(using).filter(pk=worker_id).update(
-        last_seen=now_ms(), in_flight=in_flight
-    )
+    Worker.objects.using(using).filter(pk=worker_id).update(last_seen=now_ms(), in_flight=in_flight)
 
 
 def mark_stopped(worker_id: int, using: str) -> None:

@@ -193,5 +193,10 @@ class Pool:
             settle.abandon(msg.queue, msg.seq, token, delay=delay, error=tb, using=self.using)
             logger.warning(
                 "%s #%s attempt %s failed (%s: %s); retry in %.2fs unless exhausted",
-                msg.queue, msg.seq, msg.delivery_count, type(failure).__name__, failure, delay,
+                msg.queue,
+                msg.seq,
+                msg.delivery_count,
+                type(failure).__name__,
+                failure,
+                delay,
             )

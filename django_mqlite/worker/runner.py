@@ -11,8 +11,8 @@ from __future__ import annotations
 import logging
 import os
 import random
-import sys
 import signal
+import sys
 import threading
 import time
 from collections import defaultdict
@@ -87,9 +87,7 @@ class Worker:
         self._threads: list[Any] = []
         self._rotation = 0
         self.listening = False
-        self.pool = Pool(
-            self.concurrency, using=self.using, backoff=self._backoff, wake=self._wake
-        )
+        self.pool = Pool(self.concurrency, using=self.using, backoff=self._backoff, wake=self._wake)
 
     # -- public -------------------------------------------------------------------------
 
@@ -138,7 +136,9 @@ class Worker:
             t.start()
         logger.info(
             "worker %s started: queues %s, concurrency %s",
-            wid, ", ".join(self.consumers), self.concurrency,
+            wid,
+            ", ".join(self.consumers),
+            self.concurrency,
         )
 
     def _finish(self) -> None:
@@ -245,7 +245,9 @@ class Worker:
             now, mono = now_ms(), time.monotonic()
             batch = []
             for m in msgs:
-                lease_s = max(0.1, ((to_ms(m.locked_until) if m.locked_until else now) - now) / 1000)
+                lease_s = max(
+                    0.1, ((to_ms(m.locked_until) if m.locked_until else now) - now) / 1000
+                )
                 batch.append(Delivery(m, consumer, lease_s, mono + lease_s / 2))
             self.pool.submit(batch)
             got += len(batch)
@@ -300,7 +302,8 @@ class Worker:
                     if not done:
                         logger.warning(
                             "%s #%s: lease lost before completion; it will be redelivered",
-                            queue, d.msg.seq,
+                            queue,
+                            d.msg.seq,
                         )
 
     def _release(self, ds: list[Delivery]) -> None:

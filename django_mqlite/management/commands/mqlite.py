@@ -62,8 +62,9 @@ class Command(BaseCommand):
         p = add("redrive", "move dead letters back to active (in place or to another queue)")
         p.add_argument("queue")
         p.add_argument("--to", help="target queue (default: the same queue)")
-        p.add_argument("--seq", dest="seqs", type=int, nargs="+", action="extend",
-                       help="only these seqs")
+        p.add_argument(
+            "--seq", dest="seqs", type=int, nargs="+", action="extend", help="only these seqs"
+        )
 
         p = add("purge", "remove messages for good (dead letters unless --state)")
         p.add_argument("queue")
@@ -73,8 +74,11 @@ class Command(BaseCommand):
         p.add_argument("--noinput", "--no-input", dest="interactive", action="store_false")
 
         p = add("health", "probe: exit 1 unless the database answers and workers are alive")
-        p.add_argument("--max-age", type=_positive, help="fail if the oldest active message "
-                       "is older than this many seconds")
+        p.add_argument(
+            "--max-age",
+            type=_positive,
+            help="fail if the oldest active message is older than this many seconds",
+        )
         p.add_argument("--min-workers", type=int, default=1, help="live workers needed (1)")
 
     def handle(self, *args: Any, **options: Any) -> None:

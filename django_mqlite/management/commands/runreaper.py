@@ -17,7 +17,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
-            "--interval", type=float, default=None,
+            "--interval",
+            type=float,
+            default=None,
             help="seconds between passes (default MQLITE['REAP_INTERVAL'])",
         )
         parser.add_argument(

@@ -33,21 +33,38 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
-            "--queue", "-q", action="append", dest="queues", default=[],
+            "--queue",
+            "-q",
+            action="append",
+            dest="queues",
+            default=[],
             help="queue to serve (repeatable; default: every queue with a consumer)",
         )
-        parser.add_argument("--concurrency", "-c", type=_positive_int, default=1,
-                            help="handler threads (default 1)")
-        parser.add_argument("--burst", action="store_true",
-                            help="exit 0 once nothing is claimable")
-        parser.add_argument("--max-messages", type=_positive_int, default=None,
-                            help="exit 0 after handling this many messages")
-        parser.add_argument("--max-memory", type=_positive_float, default=None,
-                            help="exit 0 once resident memory passes this many MB")
-        parser.add_argument("--shutdown-timeout", type=_positive_float, default=30.0,
-                            help="seconds in-flight handlers get to finish on SIGTERM (30)")
-        parser.add_argument("--no-reaper", action="store_true",
-                            help="do not run the reaper inside this worker")
+        parser.add_argument(
+            "--concurrency", "-c", type=_positive_int, default=1, help="handler threads (default 1)"
+        )
+        parser.add_argument("--burst", action="store_true", help="exit 0 once nothing is claimable")
+        parser.add_argument(
+            "--max-messages",
+            type=_positive_int,
+            default=None,
+            help="exit 0 after handling this many messages",
+        )
+        parser.add_argument(
+            "--max-memory",
+            type=_positive_float,
+            default=None,
+            help="exit 0 once resident memory passes this many MB",
+        )
+        parser.add_argument(
+            "--shutdown-timeout",
+            type=_positive_float,
+            default=30.0,
+            help="seconds in-flight handlers get to finish on SIGTERM (30)",
+        )
+        parser.add_argument(
+            "--no-reaper", action="store_true", help="do not run the reaper inside this worker"
+        )
         parser.add_argument("--database", default=None, help="database alias of the queues")
 
     def handle(self, *args: Any, **options: Any) -> None:

@@ -19,8 +19,13 @@ import django_mqlite as mq
 
 def record(event: str, msg: mq.Received, **extra: Any) -> None:
     line = {
-        "event": event, "queue": msg.queue, "seq": msg.seq, "delivery": msg.delivery_count,
-        "pid": os.getpid(), "t": time.time(), **extra,
+        "event": event,
+        "queue": msg.queue,
+        "seq": msg.seq,
+        "delivery": msg.delivery_count,
+        "pid": os.getpid(),
+        "t": time.time(),
+        **extra,
     }
     fd = os.open(os.environ["MQLITE_TEST_LOG"], os.O_WRONLY | os.O_APPEND | os.O_CREAT)
     try:

@@ -20,13 +20,18 @@ class Command(BaseCommand):
         mq.purge("payments", state="dead_lettered")
         seqs = mq.send_batch(
             "payments",
-            [mq.OutMessage({"order": n, "cents": random.randint(100, 99_999)}) for n in range(orders)],
+            [
+                mq.OutMessage({"order": n, "cents": random.randint(100, 99_999)})
+                for n in range(orders)
+            ],
         )
         self.stdout.write(f"sent {len(seqs)} payment messages (seq {seqs[0]}..{seqs[-1]})")
         self._counts("after sending")
         done = 0
         while batch := mq.receive("payments", max_messages=64):
-            results = mq.complete_batch("payments", [(m.seq, m.lock_token) for m in batch if m.lock_token])
+            results = mq.complete_batch(
+                "payments", [(m.seq, m.lock_token) for m in batch if m.lock_token]
+            )
             done += sum(results)
         self.stdout.write(f"drained and completed {done} messages")
         self._counts("after draining")
