@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import logging
 import sys
 from typing import Any
@@ -15,16 +16,22 @@ from ...worker import Worker
 
 
 def _positive_int(value: str) -> int:
-    n = int(value)
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
     if n < 1:
-        raise ValueError(value)
+        raise argparse.ArgumentTypeError(f"must be a positive integer, not {value!r}")
     return n
 
 
 def _positive_float(value: str) -> float:
-    x = float(value)
+    try:
+        x = float(value)
+    except ValueError:
+        x = 0.0
     if not x > 0:
-        raise ValueError(value)
+        raise argparse.ArgumentTypeError(f"must be a positive number, not {value!r}")
     return x
 
 
