@@ -50,6 +50,11 @@ elif DB == "sqlite":
 else:  # pragma: no cover
     raise RuntimeError(f"MQLITE_TEST_DB must be sqlite or postgres, not {DB!r}")
 
+# A child process started by a test (a real ``runworker``) uses the test database the
+# parent pytest process created: the parent passes its actual NAME here.
+if os.environ.get("MQLITE_TEST_DB_NAME"):
+    DATABASES["default"]["NAME"] = os.environ["MQLITE_TEST_DB_NAME"]
+
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",

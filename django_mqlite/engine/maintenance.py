@@ -92,6 +92,44 @@ def expire_locks(alias: str) -> int:
     return _repeat(alias, step)
 
 
+# Locks held by a worker that stopped heartbeating (or said it stopped). Parameter: the
+# oldest last_seen that still counts as alive.
+_STALE_OWNER = (
+    "state = 'locked' AND locked_by IN (SELECT w.id FROM mqlite_worker w "
+    "WHERE w.stopped_at IS NOT NULL OR w.last_seen <= %s)"
+)
+
+
+def reclaim_stale_workers(alias: str) -> int:
+    """Reclaim the locks of workers whose heartbeat is older than ``WORKER_STALE_AFTER``
+    under the lease-expiry rule, without waiting out their leases."""
+    stale_ms = int(float(mqlite_settings.WORKER_STALE_AFTER) * 1000)
+
+    def step(cursor: CursorWrapper, dialect: Dialect, now: int) -> int:
+        cursor.execute(reclaim_sql(dialect, _STALE_OWNER), [now, now, now - stale_ms, _chunk()])
+        rows = cursor.fetchall()
+        apply_reclaimed(cursor, dialect, rows)
+        return len(rows)
+
+    return _repeat(alias, step)
+
+
+def prune_workers(alias: str) -> int:
+    """Forget worker rows that stopped, or went silent, more than ``WORKER_RETENTION``
+    seconds ago (their locks were reclaimed long before)."""
+    keep_ms = int(float(mqlite_settings.WORKER_RETENTION) * 1000)
+
+    def step(cursor: CursorWrapper, dialect: Dialect, now: int) -> int:
+        cursor.execute(
+            "DELETE FROM mqlite_worker WHERE id IN (SELECT id FROM mqlite_worker "
+            "WHERE last_seen <= %s LIMIT %s)",
+            [now - keep_ms, _chunk()],
+        )
+        return cursor.rowcount
+
+    return _repeat(alias, step)
+
+
 def promote_scheduled(alias: str) -> int:
     def step(cursor: CursorWrapper, dialect: Dialect, now: int) -> int:
         cursor.execute(
@@ -264,6 +302,7 @@ def reap(*, using: str | None = None) -> dict[str, int]:
     alias = core.alias_of(using)
     out = {
         "expired_locks": expire_locks(alias),
+        "stale_worker_locks": reclaim_stale_workers(alias),
         "promoted": promote_scheduled(alias),
         "ttl_expired": expire_ttl(alias),
     }
@@ -271,4 +310,5 @@ def reap(*, using: str | None = None) -> dict[str, int]:
     out.update({f"expired_{k}": v for k, v in records.items()})
     out["dlq_trimmed"] = dlq_retention(alias)
     out["results_pruned"] = result_retention(alias)
+    out["workers_pruned"] = prune_workers(alias)
     return out

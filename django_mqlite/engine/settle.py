@@ -365,3 +365,34 @@ def renew_batch(
         )
         done = {r[0] for r in cursor.fetchall()}
         return [seq in done for seq, _ in items]
+
+
+def release(
+    queue: str, items: Sequence[tuple[int, str]], *, using: str | None = None
+) -> list[bool]:
+    """Hand claimed-but-unstarted messages back without burning an attempt.
+
+    Each row goes back to ``active`` with its delivery count decremented (the claim that
+    is undone had counted one), fenced on the lock token and a live lease like every
+    settlement. A stale item is False. A worker uses this at shutdown for messages it
+    claimed but never gave to a handler.
+    """
+    items = _check_items(items, MAX_COMPLETE_BATCH)
+    if not items:
+        return []
+    alias = core.alias_of(using)
+    cursor, _ = core.ctx(alias)
+    with transaction.atomic(using=alias):
+        q = core.load_queue(cursor, queue)
+        now = now_ms()
+        pairs = ", ".join(["(%s, %s)"] * len(items))
+        cursor.execute(
+            "UPDATE mqlite_message SET state = 'active', lock_token = NULL, "
+            "locked_until = NULL, locked_by = NULL, visible_at = %s, "
+            "delivery_count = CASE WHEN delivery_count > 0 THEN delivery_count - 1 ELSE 0 END "
+            "WHERE queue_id = %s AND state = 'locked' AND locked_until > %s "
+            f"AND (seq, lock_token) IN (VALUES {pairs}) RETURNING seq",
+            [now, q.id, now, *(v for item in items for v in item)],
+        )
+        done = {r[0] for r in cursor.fetchall()}
+        return [seq in done for seq, _ in items]
