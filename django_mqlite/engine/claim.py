@@ -35,7 +35,7 @@ def _claim_statement(dialect: Dialect, delete: bool) -> str:
     sql = _claim_sql.get(key)
     if sql is None:
         pick = (
-            "SELECT seq FROM mqlite_message"
+            f"SELECT seq FROM mqlite_message {dialect.index_hint('mqlite_msg_claim')}"
             " WHERE queue_id = %s AND state = 'active' AND NOT blocked"
             " AND (expires_at IS NULL OR expires_at > %s)"
             f" ORDER BY priority DESC, seq LIMIT %s {dialect.lock_suffix()}"
@@ -65,7 +65,8 @@ def _promote_statement(dialect: Dialect) -> str:
     if sql is None:
         sql = (
             "UPDATE mqlite_message SET state = 'active' WHERE seq IN ("
-            " SELECT seq FROM mqlite_message WHERE state = 'scheduled' AND visible_at <= %s"
+            f" SELECT seq FROM mqlite_message {dialect.index_hint('mqlite_msg_due')}"
+            " WHERE state = 'scheduled' AND visible_at <= %s"
             f" AND queue_id = %s ORDER BY visible_at LIMIT %s {dialect.lock_suffix()})"
         )
         _promote_sql[dialect.vendor] = sql

@@ -217,16 +217,18 @@ def lock_lines(cursor: CursorWrapper, dialect: Dialect, queue_id: int, keys: Ite
 # Unblock a line's earliest live message, unless the line already has an unblocked one.
 # Idempotent: safe to run for any line after any change to it. ``blocked = true`` (not a
 # bare ``blocked``) so both lookups are equality seeks on mqlite_msg_line.
-RELEASE_SQL = (
-    "UPDATE mqlite_message SET blocked = false WHERE seq = ("
-    " SELECT seq FROM mqlite_message"
-    f" WHERE queue_id = %s AND order_key = %s AND state IN {LIVE_SQL} AND blocked = true"
-    " ORDER BY seq LIMIT 1"
-    ") AND NOT EXISTS ("
-    " SELECT 1 FROM mqlite_message"
-    f" WHERE queue_id = %s AND order_key = %s AND state IN {LIVE_SQL} AND blocked = false"
-    ")"
-)
+def release_sql(dialect: Dialect) -> str:
+    line = f"FROM mqlite_message {dialect.index_hint('mqlite_msg_line')}"
+    return (
+        "UPDATE mqlite_message SET blocked = false WHERE seq = ("
+        f" SELECT seq {line}"
+        f" WHERE queue_id = %s AND order_key = %s AND state IN {LIVE_SQL} AND blocked = true"
+        " ORDER BY seq LIMIT 1"
+        ") AND NOT EXISTS ("
+        f" SELECT 1 {line}"
+        f" WHERE queue_id = %s AND order_key = %s AND state IN {LIVE_SQL} AND blocked = false"
+        ")"
+    )
 
 
 def release_lines(
@@ -239,7 +241,7 @@ def release_lines(
         return
     lock_lines(cursor, dialect, queue_id, todo)
     for key in todo:
-        cursor.execute(RELEASE_SQL, [queue_id, key, queue_id, key])
+        cursor.execute(release_sql(dialect), [queue_id, key, queue_id, key])
 
 
 def release_by_queue(

@@ -40,7 +40,7 @@ def _repeat(alias: str, step: Callable[[CursorWrapper, Dialect, int], int]) -> i
     return total
 
 
-def reclaim_sql(dialect: Dialect, pick_where: str) -> str:
+def reclaim_sql(dialect: Dialect, pick_where: str, index: str) -> str:
     """Return expired/orphaned locks to active, or dead-letter them when that was the
     message's last allowed delivery: the same rule for lease expiry and dead workers, so
     a crash never buys an extra delivery."""
@@ -55,7 +55,8 @@ def reclaim_sql(dialect: Dialect, pick_where: str) -> str:
         f"THEN '{DEAD_LETTER_EXHAUSTED}' ELSE dead_letter_reason END, "
         f"dead_lettered_at = CASE WHEN delivery_count >= {max_sql} THEN %s "
         "ELSE dead_lettered_at END "
-        f"WHERE seq IN (SELECT seq FROM mqlite_message WHERE {pick_where} "
+        f"WHERE seq IN (SELECT seq FROM mqlite_message {dialect.index_hint(index)} "
+        f"WHERE {pick_where} "
         f"LIMIT %s {dialect.lock_suffix()}) "
         "RETURNING queue_id, state, order_key"
     )
@@ -82,7 +83,11 @@ def apply_reclaimed(cursor: CursorWrapper, dialect: Dialect, rows: list[Any]) ->
 def expire_locks(alias: str) -> int:
     def step(cursor: CursorWrapper, dialect: Dialect, now: int) -> int:
         cursor.execute(
-            reclaim_sql(dialect, "state = 'locked' AND locked_until <= %s ORDER BY locked_until"),
+            reclaim_sql(
+                dialect,
+                "state = 'locked' AND locked_until <= %s ORDER BY locked_until",
+                "mqlite_msg_lease",
+            ),
             [now, now, now, _chunk()],
         )
         rows = cursor.fetchall()
@@ -106,7 +111,10 @@ def reclaim_stale_workers(alias: str) -> int:
     stale_ms = int(float(mqlite_settings.WORKER_STALE_AFTER) * 1000)
 
     def step(cursor: CursorWrapper, dialect: Dialect, now: int) -> int:
-        cursor.execute(reclaim_sql(dialect, _STALE_OWNER), [now, now, now - stale_ms, _chunk()])
+        cursor.execute(
+            reclaim_sql(dialect, _STALE_OWNER, "mqlite_msg_owner"),
+            [now, now, now - stale_ms, _chunk()],
+        )
         rows = cursor.fetchall()
         apply_reclaimed(cursor, dialect, rows)
         return len(rows)
@@ -134,7 +142,8 @@ def promote_scheduled(alias: str) -> int:
     def step(cursor: CursorWrapper, dialect: Dialect, now: int) -> int:
         cursor.execute(
             "UPDATE mqlite_message SET state = 'active' WHERE seq IN ("
-            " SELECT seq FROM mqlite_message WHERE state = 'scheduled' AND visible_at <= %s"
+            f" SELECT seq FROM mqlite_message {dialect.index_hint('mqlite_msg_due')}"
+            " WHERE state = 'scheduled' AND visible_at <= %s"
             f" ORDER BY visible_at LIMIT %s {dialect.lock_suffix()})",
             [now, _chunk()],
         )
@@ -143,12 +152,13 @@ def promote_scheduled(alias: str) -> int:
     return _repeat(alias, step)
 
 
-_TTL_PICK = (
-    "SELECT seq FROM mqlite_message WHERE expires_at IS NOT NULL AND state IN "
-    f"{core.LIVE_SQL} AND expires_at <= %s AND queue_id IN ("
-    " SELECT id FROM mqlite_queue WHERE dead_letter_on_expire = %s)"
-    " ORDER BY expires_at LIMIT %s"
-)
+def _ttl_pick(dialect: Dialect) -> str:
+    return (
+        f"SELECT seq FROM mqlite_message {dialect.index_hint('mqlite_msg_ttl')} "
+        f"WHERE expires_at IS NOT NULL AND state IN {core.LIVE_SQL} AND expires_at <= %s "
+        "AND queue_id IN (SELECT id FROM mqlite_queue WHERE dead_letter_on_expire = %s) "
+        f"ORDER BY expires_at LIMIT %s {dialect.lock_suffix()}"
+    )
 
 
 def expire_ttl(alias: str) -> int:
@@ -160,7 +170,7 @@ def expire_ttl(alias: str) -> int:
             "UPDATE mqlite_message SET state = 'dead_lettered', lock_token = NULL, "
             "locked_until = NULL, locked_by = NULL, dead_letter_reason = %s, "
             "dead_letter_description = 'time to live ran out', dead_lettered_at = %s "
-            f"WHERE seq IN ({_TTL_PICK} {dialect.lock_suffix()}) RETURNING queue_id, order_key",
+            f"WHERE seq IN ({_ttl_pick(dialect)}) RETURNING queue_id, order_key",
             [TTL_EXPIRED, now, now, True, _chunk()],
         )
         rows = cursor.fetchall()
@@ -169,7 +179,7 @@ def expire_ttl(alias: str) -> int:
 
     def drop(cursor: CursorWrapper, dialect: Dialect, now: int) -> int:
         cursor.execute(
-            f"DELETE FROM mqlite_message WHERE seq IN ({_TTL_PICK} {dialect.lock_suffix()}) "
+            f"DELETE FROM mqlite_message WHERE seq IN ({_ttl_pick(dialect)}) "
             "RETURNING queue_id, order_key",
             [now, False, _chunk()],
         )
@@ -287,6 +297,7 @@ def result_retention(alias: str) -> int:
     def step(cursor: CursorWrapper, dialect: Dialect, now: int) -> int:
         cursor.execute(
             "DELETE FROM mqlite_message WHERE seq IN (SELECT m.seq FROM mqlite_message m "
+            f"{dialect.index_hint('mqlite_msg_results')} "
             "JOIN mqlite_queue q ON q.id = m.queue_id WHERE m.state = 'completed' "
             "AND (q.keep_results_ms IS NULL OR m.completed_at <= %s - q.keep_results_ms) "
             "ORDER BY m.completed_at LIMIT %s)",

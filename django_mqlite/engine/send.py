@@ -38,15 +38,18 @@ _INSERT_COLUMNS = (
     "group_id, order_key, blocked, subject, properties, correlation_id, reply_to, "
     "content_type, delivery_count"
 )
+
+
 # Whether a line already has a live message, asked for a line's first row in a batch.
 # Written as an ordered LIMIT 1 in mqlite_msg_line's order so that both planners seek
 # that index instead of weighing a scan that stops at the first match (which is O(n)
 # when the line is empty and the queue is not).
-_BLOCKED_SQL = (
-    "(SELECT seq FROM mqlite_message WHERE queue_id = %s AND order_key = %s"
-    f" AND state IN {core.LIVE_SQL} ORDER BY queue_id, order_key, blocked, seq LIMIT 1)"
-    " IS NOT NULL"
-)
+def _blocked_sql(dialect: Dialect) -> str:
+    return (
+        f"(SELECT seq FROM mqlite_message {dialect.index_hint('mqlite_msg_line')}"
+        f" WHERE queue_id = %s AND order_key = %s AND state IN {core.LIVE_SQL}"
+        " ORDER BY queue_id, order_key, blocked, seq LIMIT 1) IS NOT NULL"
+    )
 
 
 @dataclass
@@ -249,7 +252,7 @@ def _insert(
             if r.order_key is None:
                 blocked_sql = "false"
             elif r.first_in_line:
-                blocked_sql = _BLOCKED_SQL
+                blocked_sql = _blocked_sql(dialect)
                 params_blocked = [q.id, r.order_key]
             else:
                 blocked_sql = "true"
@@ -270,7 +273,7 @@ def _insert(
                 r.group_id,
                 r.order_key,
             ]
-            if blocked_sql == _BLOCKED_SQL:
+            if r.order_key is not None and r.first_in_line:
                 params += params_blocked
             params += [r.subject, r.properties, r.correlation_id, r.reply_to, r.content_type]
         cursor.execute(

@@ -116,6 +116,7 @@ def test_reaper_passes_seek_their_partial_indexes(backlog: None) -> None:
 
     for name, index in [
         ("expire_locks", "mqlite_msg_lease"),
+        ("reclaim_stale_workers", "mqlite_msg_owner"),
         ("promote_scheduled", "mqlite_msg_due"),
         ("expire_ttl", "mqlite_msg_ttl"),
         ("result_retention", "mqlite_msg_results"),
