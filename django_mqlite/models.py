@@ -58,7 +58,10 @@ class Message(models.Model):
     # on strict_fifo); NULL when unordered. ``blocked`` is true while an earlier live
     # message of the same line exists; only unblocked active rows are claimable.
     order_key = models.CharField(max_length=128, null=True, blank=True)
-    blocked = models.BooleanField(default=False)
+    # 0/1 rather than a BooleanField: Django renders a boolean condition differently across
+    # versions (``NOT "blocked"`` in 5.2, ``"blocked" = 0`` in 6.x on SQLite), and the
+    # claim's WHERE must match the partial index's predicate term for term.
+    blocked = models.SmallIntegerField(default=0)
     subject = models.CharField(max_length=256, null=True, blank=True)
     properties = models.JSONField(null=True, blank=True)
     correlation_id = models.CharField(max_length=128, null=True, blank=True)
@@ -78,7 +81,7 @@ class Message(models.Model):
             models.Index(
                 fields=["queue", "-priority", "seq"],
                 name="mqlite_msg_claim",
-                condition=Q(state="active", blocked=False),
+                condition=Q(state="active", blocked=0),
             ),
             # Ordered lines: is there an earlier live message of this group? who is next?
             models.Index(

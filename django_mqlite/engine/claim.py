@@ -36,7 +36,7 @@ def _claim_statement(dialect: Dialect, delete: bool) -> str:
     if sql is None:
         pick = (
             f"SELECT seq FROM mqlite_message {dialect.index_hint('mqlite_msg_claim')}"
-            " WHERE queue_id = %s AND state = 'active' AND NOT blocked"
+            " WHERE queue_id = %s AND state = 'active' AND blocked = 0"
             " AND (expires_at IS NULL OR expires_at > %s)"
             f" ORDER BY priority DESC, seq LIMIT %s {dialect.lock_suffix()}"
         )

@@ -215,18 +215,18 @@ def lock_lines(cursor: CursorWrapper, dialect: Dialect, queue_id: int, keys: Ite
 
 
 # Unblock a line's earliest live message, unless the line already has an unblocked one.
-# Idempotent: safe to run for any line after any change to it. ``blocked = true`` (not a
+# Idempotent: safe to run for any line after any change to it. ``blocked = 1`` (not a
 # bare ``blocked``) so both lookups are equality seeks on mqlite_msg_line.
 def release_sql(dialect: Dialect) -> str:
     line = f"FROM mqlite_message {dialect.index_hint('mqlite_msg_line')}"
     return (
-        "UPDATE mqlite_message SET blocked = false WHERE seq = ("
+        "UPDATE mqlite_message SET blocked = 0 WHERE seq = ("
         f" SELECT seq {line}"
-        f" WHERE queue_id = %s AND order_key = %s AND state IN {LIVE_SQL} AND blocked = true"
+        f" WHERE queue_id = %s AND order_key = %s AND state IN {LIVE_SQL} AND blocked = 1"
         " ORDER BY seq LIMIT 1"
         ") AND NOT EXISTS ("
         f" SELECT 1 {line}"
-        f" WHERE queue_id = %s AND order_key = %s AND state IN {LIVE_SQL} AND blocked = false"
+        f" WHERE queue_id = %s AND order_key = %s AND state IN {LIVE_SQL} AND blocked = 0"
         ")"
     )
 

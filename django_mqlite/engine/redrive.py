@@ -99,7 +99,7 @@ def _move(
         "visible_at = %s, expires_at = %s, dead_letter_reason = NULL, "
         "dead_letter_description = NULL, dead_lettered_at = NULL, "
         f"order_key = {'%s' if strict else 'group_id'}, "
-        f"blocked = {'true' if strict else '(group_id IS NOT NULL)'} "
+        f"blocked = {'1' if strict else 'CASE WHEN group_id IS NULL THEN 0 ELSE 1 END'} "
         "WHERE queue_id = %s AND state = 'dead_lettered' "
         f"AND seq IN ({core.placeholders(len(seqs))}) "
         "RETURNING seq, order_key",

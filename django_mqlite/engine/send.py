@@ -46,9 +46,9 @@ _INSERT_COLUMNS = (
 # when the line is empty and the queue is not).
 def _blocked_sql(dialect: Dialect) -> str:
     return (
-        f"(SELECT seq FROM mqlite_message {dialect.index_hint('mqlite_msg_line')}"
+        f"CASE WHEN (SELECT seq FROM mqlite_message {dialect.index_hint('mqlite_msg_line')}"
         f" WHERE queue_id = %s AND order_key = %s AND state IN {core.LIVE_SQL}"
-        " ORDER BY queue_id, order_key, blocked, seq LIMIT 1) IS NOT NULL"
+        " ORDER BY queue_id, order_key, blocked, seq LIMIT 1) IS NULL THEN 0 ELSE 1 END"
     )
 
 
@@ -250,12 +250,12 @@ def _insert(
         params: list[Any] = []
         for r in chunk:
             if r.order_key is None:
-                blocked_sql = "false"
+                blocked_sql = "0"
             elif r.first_in_line:
                 blocked_sql = _blocked_sql(dialect)
                 params_blocked = [q.id, r.order_key]
             else:
-                blocked_sql = "true"
+                blocked_sql = "1"
             state = "scheduled" if r.visible_at > now else "active"
             values.append(
                 f"(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, {blocked_sql}, %s, "

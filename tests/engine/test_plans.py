@@ -83,7 +83,7 @@ def test_claim_seeks_the_claim_index_behind_a_blocked_group(backlog: None) -> No
     assert_seeks(lambda: mq.receive("big", max_messages=32), "mqlite_msg_claim")
     plan = explain(
         "SELECT seq FROM mqlite_message WHERE queue_id = 1 AND state = 'active' "
-        "AND NOT blocked AND (expires_at IS NULL OR expires_at > 0) "
+        "AND blocked = 0 AND (expires_at IS NULL OR expires_at > 0) "
         "ORDER BY priority DESC, seq LIMIT 32"
     )
     if connection.vendor == "sqlite":
