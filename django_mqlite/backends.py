@@ -11,7 +11,7 @@ builds it when a ``@task`` module is imported.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -127,23 +127,28 @@ class MQLiteBackend(BaseTaskBackend):  # type: ignore[misc,unused-ignore]
             getattr(task, "timeout", None),
         )
 
-    def check(self, **kwargs: Any) -> Iterable[checks.CheckMessage]:
-        yield from super().check(**kwargs)
+    def check(self, **kwargs: Any) -> list[checks.CheckMessage]:
+        out = list(super().check(**kwargs))
         if not self.queues:
-            yield checks.Error(
-                f"TASKS[{self.alias!r}] uses MQLiteBackend without QUEUES.",
-                hint="List the queue names, e.g. \"QUEUES\": [\"default\"]; workers serve them.",
-                id="django_mqlite.E010",
+            out.append(
+                checks.Error(
+                    f"TASKS[{self.alias!r}] uses MQLiteBackend without QUEUES.",
+                    hint='List the queue names, e.g. "QUEUES": ["default"]; workers serve them.',
+                    id="django_mqlite.E010",
+                )
             )
         declared = getattr(settings, "MQLITE", {}).get("QUEUES", {}) or {}
         for name in sorted(self.queues):
             if name in declared and not (declared[name] or {}).get("keep_results"):
-                yield checks.Warning(
-                    f'MQLITE["QUEUES"][{name!r}] serves tasks but keeps no results: '
-                    "get_result() cannot find a task once it succeeded.",
-                    hint='Add "keep_results": <seconds> to that queue\'s options.',
-                    id="django_mqlite.W010",
+                out.append(
+                    checks.Warning(
+                        f'MQLITE["QUEUES"][{name!r}] serves tasks but keeps no results: '
+                        "get_result() cannot find a task once it succeeded.",
+                        hint='Add "keep_results": <seconds> to that queue\'s options.',
+                        id="django_mqlite.W010",
+                    )
                 )
+        return out
 
     # -- policy -------------------------------------------------------------------------
 
@@ -185,7 +190,7 @@ class MQLiteBackend(BaseTaskBackend):  # type: ignore[misc,unused-ignore]
             properties={"timeout": timeout} if timeout is not None else None,
             message_id=message_id,
         )
-        result = TaskResult(
+        result: TaskResult[Any, Any] = TaskResult(
             task=task,
             id=str(seq),
             status=TaskResultStatus.READY,

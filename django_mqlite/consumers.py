@@ -127,9 +127,7 @@ class Registry:
 registry = Registry()
 
 
-def register(
-    queue: str, func: Handler, *, timeout: float | None = None, **hooks: Any
-) -> Consumer:
+def register(queue: str, func: Handler, *, timeout: float | None = None, **hooks: Any) -> Consumer:
     """Register ``func`` as the handler of ``queue`` in the global registry."""
     return registry.register(queue, func, timeout=timeout, **hooks)
 

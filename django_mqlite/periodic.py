@@ -112,7 +112,9 @@ def parse(name: str, spec: Any) -> Schedule:
     args, kwargs = spec.get("args", []), spec.get("kwargs", {})
     if not isinstance(args, list | tuple) or not isinstance(kwargs, Mapping):
         raise ImproperlyConfigured(f"{where}: args must be a list and kwargs a dict")
-    return Schedule(name, cron, tz, catchup, task, list(args), dict(kwargs), queue, spec.get("body"))
+    return Schedule(
+        name, cron, tz, catchup, task, list(args), dict(kwargs), queue, spec.get("body")
+    )
 
 
 def schedules() -> list[Schedule]:

@@ -166,7 +166,7 @@ def build_result(
     ]
     if extra_error is not None:
         errors.append(extra_error)
-    result = TaskResult(
+    result: TaskResult[Any, Any] = TaskResult(
         task=task,
         id=result_id,
         status=status,

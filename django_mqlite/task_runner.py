@@ -212,7 +212,9 @@ def run_task(msg: Received) -> None:
     task_started.send(sender, task_result=job.result(TaskResultStatus.RUNNING))
     try:
         if job.task.takes_context:
-            context = TaskContext(task_result=job.result(TaskResultStatus.RUNNING))
+            context: TaskContext[Any, Any] = TaskContext(
+                task_result=job.result(TaskResultStatus.RUNNING)
+            )
             value = job.task.call(context, *job.args, **job.kwargs)
         else:
             value = job.task.call(*job.args, **job.kwargs)
@@ -221,7 +223,9 @@ def run_task(msg: Received) -> None:
     except Exception as exc:
         tb = traceback.format_exc()
         job.record_error(_class_path(exc), tb)
-        final = job.fail(f"{type(exc).__name__}: {exc}", tb, exc if isinstance(exc, Reject) else None)
+        final = job.fail(
+            f"{type(exc).__name__}: {exc}", tb, exc if isinstance(exc, Reject) else None
+        )
         if final:
             result = job.result(TaskResultStatus.FAILED, finished=True)
             task_finished.send(sender, task_result=result)

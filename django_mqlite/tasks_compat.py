@@ -8,10 +8,10 @@ framework from here, so there is one code path for both.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-try:
-    from django.tasks import (  # type: ignore[import-not-found,unused-ignore]
+if TYPE_CHECKING:  # django-stubs types django.tasks; the backport mirrors it
+    from django.tasks import (
         DEFAULT_TASK_QUEUE_NAME,
         Task,
         TaskContext,
@@ -19,37 +19,54 @@ try:
         TaskResultStatus,
         task_backends,
     )
-    from django.tasks.backends.base import (  # type: ignore[import-not-found,unused-ignore]
-        BaseTaskBackend,
-    )
-    from django.tasks.base import TaskError  # type: ignore[import-not-found,unused-ignore]
-    from django.tasks.exceptions import (  # type: ignore[import-not-found,unused-ignore]
-        InvalidTask as InvalidTaskError,
-    )
-    from django.tasks.exceptions import (  # type: ignore[import-not-found,unused-ignore]
-        TaskResultDoesNotExist,
-    )
-    from django.tasks.signals import (  # type: ignore[import-not-found,unused-ignore]
-        task_enqueued,
-        task_finished,
-        task_started,
-    )
+    from django.tasks.backends.base import BaseTaskBackend
+    from django.tasks.base import TaskError
+    from django.tasks.exceptions import InvalidTask as InvalidTaskError
+    from django.tasks.exceptions import TaskResultDoesNotExist
+    from django.tasks.signals import task_enqueued, task_finished, task_started
 
     SOURCE = "django.tasks"
-except ImportError:
-    from django_tasks import (
-        DEFAULT_TASK_QUEUE_NAME,
-        TaskContext,
-        TaskResult,
-        TaskResultStatus,
-        task_backends,
-    )
-    from django_tasks.backends.base import BaseTaskBackend
-    from django_tasks.base import Task, TaskError
-    from django_tasks.exceptions import InvalidTaskError, TaskResultDoesNotExist
-    from django_tasks.signals import task_enqueued, task_finished, task_started
+else:
+    try:
+        from django.tasks import (
+            DEFAULT_TASK_QUEUE_NAME,
+            Task,
+            TaskContext,
+            TaskResult,
+            TaskResultStatus,
+            task_backends,
+        )
+        from django.tasks.backends.base import (
+            BaseTaskBackend,
+        )
+        from django.tasks.base import TaskError
+        from django.tasks.exceptions import (
+            InvalidTask as InvalidTaskError,
+        )
+        from django.tasks.exceptions import (
+            TaskResultDoesNotExist,
+        )
+        from django.tasks.signals import (
+            task_enqueued,
+            task_finished,
+            task_started,
+        )
 
-    SOURCE = "django_tasks"
+        SOURCE = "django.tasks"
+    except ImportError:
+        from django_tasks import (
+            DEFAULT_TASK_QUEUE_NAME,
+            TaskContext,
+            TaskResult,
+            TaskResultStatus,
+            task_backends,
+        )
+        from django_tasks.backends.base import BaseTaskBackend
+        from django_tasks.base import Task, TaskError
+        from django_tasks.exceptions import InvalidTaskError, TaskResultDoesNotExist
+        from django_tasks.signals import task_enqueued, task_finished, task_started
+
+        SOURCE = "django_tasks"
 
 
 def normalize_json(value: Any) -> Any:

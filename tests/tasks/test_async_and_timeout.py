@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+from asgiref.sync import async_to_sync
 
 from django_mqlite.tasks_compat import TaskResultStatus
 from tests.workerproject.recorder import tasks
@@ -27,7 +27,8 @@ def test_aenqueue_and_aget_result() -> None:
         result = await tasks.add.aenqueue(1, 1)
         return await tasks.add.aget_result(result.id)
 
-    again = asyncio.run(go())
+    # async_to_sync runs the thread-sensitive DB calls on this thread and connection.
+    again = async_to_sync(go)()
     assert again.status == TaskResultStatus.READY and again.args == [1, 1]
 
 

@@ -12,16 +12,16 @@ from tests.workerproject.recorder import tasks
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-class Boom(Exception):
+class BoomError(Exception):
     pass
 
 
 def test_rollback_leaves_no_task() -> None:
     tasks.add.enqueue(0, 0)  # creates the queue outside the rolled-back transaction
     ids = []
-    with pytest.raises(Boom), transaction.atomic():
+    with pytest.raises(BoomError), transaction.atomic():
         ids.append(tasks.add.enqueue(1, 2).id)
-        raise Boom
+        raise BoomError
     with pytest.raises(TaskResultDoesNotExist):
         tasks.add.get_result(ids[0])
     assert mq.stats("tasks").counts["active"] == 1

@@ -21,12 +21,14 @@ pytestmark = pytest.mark.django_db(transaction=True)
 START = dt.datetime(2025, 3, 29, 23, 0, tzinfo=dt.UTC)
 PERIODIC = {
     "pings": {"cron": "*/5 * * * *", "queue": "pings", "body": {"ping": True}},
-    "sums": {"cron": "*/15 * * * *", "task": "tests.workerproject.recorder.tasks.add",
-             "args": [1, 2]},
+    "sums": {
+        "cron": "*/15 * * * *",
+        "task": "tests.workerproject.recorder.tasks.add",
+        "args": [1, 2],
+    },
     # 02:30 local does not exist on 2025-03-30 in Paris (DST): cron semantics say it
     # runs once at the jump.
-    "paris": {"cron": "30 2 * * *", "queue": "pings", "body": "paris",
-              "timezone": "Europe/Paris"},
+    "paris": {"cron": "30 2 * * *", "queue": "pings", "body": "paris", "timezone": "Europe/Paris"},
 }
 
 

@@ -26,8 +26,14 @@ def seen() -> Iterator[list[tuple[str, str, str, bool]]]:
 
         return receive
 
-    handlers = [(s, recorder(n)) for s, n in [(task_enqueued, "enqueued"),
-                (task_started, "started"), (task_finished, "finished")]]
+    handlers = [
+        (s, recorder(n))
+        for s, n in [
+            (task_enqueued, "enqueued"),
+            (task_started, "started"),
+            (task_finished, "finished"),
+        ]
+    ]
     for signal, handler in handlers:
         signal.connect(handler, weak=False)
     yield events
