@@ -242,7 +242,8 @@ def give_up(msg: Received, error: str) -> None:
     try:
         job = Job.load(msg)
     except (ValueError, KeyError, TypeError, LookupError):
-        settle.abandon(msg.queue, msg.seq, msg.lock_token or "", error=error, using=msg.using)
+        assert msg.lock_token is not None
+        settle.abandon(msg.queue, msg.seq, msg.lock_token, error=error, using=msg.using)
         return
     job.read()
     job.record_error("builtins.TimeoutError", error)
