@@ -97,3 +97,23 @@ def check_sqlite_wal(app_configs: Any = None, **kwargs: Any) -> list[CheckMessag
             )
         ]
     return []
+
+
+@register()
+def check_periodic(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """Every ``MQLITE["PERIODIC"]`` schedule parses (cron, time zone, target)."""
+    from django.core.exceptions import ImproperlyConfigured
+
+    from .periodic import schedules
+
+    try:
+        schedules()
+    except ImproperlyConfigured as exc:
+        return [
+            Error(
+                str(exc),
+                hint="See docs/tasks.md, 'Periodic schedules', for the keys of a schedule.",
+                id="django_mqlite.E004",
+            )
+        ]
+    return []

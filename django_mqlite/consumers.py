@@ -30,7 +30,7 @@ module-level functions instead (for instance ``complete_with_result``) sets
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,11 +44,29 @@ Handler = Callable[[Any], Any]
 
 @dataclass(frozen=True)
 class Consumer:
-    """A queue's handler and its options. ``timeout`` is seconds, or None for no limit."""
+    """A queue's handler and its options. ``timeout`` is seconds, or None for no limit.
+
+    Integrations (the Django Tasks backend) may also set:
+
+    - ``timeout_for(msg)``: the timeout of one message, overriding ``timeout``;
+    - ``give_up(msg, error)``: called instead of the worker's abandon-with-backoff when
+      the worker gives up on a running handler (timeout, shutdown); it must settle the
+      message (``LockLostError`` is logged);
+    - ``queue_options``: the worker creates the queue with these options at start when
+      it does not exist yet.
+    """
 
     queue: str
     func: Handler
     timeout: float | None = None
+    timeout_for: Callable[[Any], float | None] | None = None
+    give_up: Callable[[Any, str], None] | None = None
+    queue_options: Mapping[str, Any] | None = None
+
+    def timeout_of(self, msg: Any) -> float | None:
+        if self.timeout_for is not None:
+            return self.timeout_for(msg)
+        return self.timeout
 
     @property
     def name(self) -> str:
@@ -61,9 +79,12 @@ class Registry:
     def __init__(self) -> None:
         self._consumers: dict[str, Consumer] = {}
 
-    def register(self, queue: str, func: Handler, *, timeout: float | None = None) -> Consumer:
+    def register(
+        self, queue: str, func: Handler, *, timeout: float | None = None, **hooks: Any
+    ) -> Consumer:
         """Register ``func`` for ``queue``. Registering the same function again (a module
-        imported twice) replaces it; a different function for a taken queue is an error."""
+        imported twice) replaces it; a different function for a taken queue is an error.
+        ``hooks`` are the integration fields of ``Consumer``."""
         check_queue_name(queue)
         if timeout is not None and (
             not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0
@@ -71,7 +92,7 @@ class Registry:
             raise ImproperlyConfigured(
                 f"consumer timeout must be a positive number of seconds, not {timeout!r}"
             )
-        entry = Consumer(queue, func, None if timeout is None else float(timeout))
+        entry = Consumer(queue, func, None if timeout is None else float(timeout), **hooks)
         current = self._consumers.get(queue)
         if current is not None and current.name != entry.name:
             raise ImproperlyConfigured(
@@ -106,9 +127,9 @@ class Registry:
 registry = Registry()
 
 
-def register(queue: str, func: Handler, *, timeout: float | None = None) -> Consumer:
+def register(queue: str, func: Handler, *, timeout: float | None = None, **hooks: Any) -> Consumer:
     """Register ``func`` as the handler of ``queue`` in the global registry."""
-    return registry.register(queue, func, timeout=timeout)
+    return registry.register(queue, func, timeout=timeout, **hooks)
 
 
 def consumer(queue: str, *, timeout: float | None = None) -> Callable[[Handler], Handler]:
@@ -123,5 +144,11 @@ def consumer(queue: str, *, timeout: float | None = None) -> Callable[[Handler],
 
 
 def autodiscover() -> None:
-    """Import the ``consumers`` and ``tasks`` modules of every installed app."""
+    """Import the ``consumers`` and ``tasks`` modules of every installed app, and register
+    the task runner for the queues of every django-mqlite Tasks backend."""
     autodiscover_modules("consumers", "tasks")
+    try:
+        from .task_runner import register_task_queues
+    except ImportError:  # neither django.tasks nor the django-tasks backport
+        return
+    register_task_queues(registry)

@@ -73,6 +73,9 @@ class Message(models.Model):
     last_error = models.TextField(null=True, blank=True)
     completed_at = models.BigIntegerField(null=True, blank=True)
     result = models.JSONField(null=True, blank=True)
+    # Django Tasks: one entry per attempt (worker, start time, error class and traceback),
+    # written by the lease holder; never read or written by the claim or settle paths.
+    attempts = models.JSONField(null=True, blank=True)
 
     class Meta:
         db_table = "mqlite_message"
@@ -238,3 +241,20 @@ class Worker(models.Model):
 
     def __str__(self) -> str:
         return f"{self.host}:{self.pid}"
+
+
+class PeriodicSchedule(models.Model):
+    """The latest occurrence of each ``MQLITE["PERIODIC"]`` schedule that was enqueued.
+
+    Moving ``last_at`` forward is a compare-and-set in the same transaction as the
+    enqueue, so each occurrence is enqueued once however many workers tick.
+    """
+
+    name = models.CharField(max_length=80, unique=True)
+    last_at = models.BigIntegerField()
+
+    class Meta:
+        db_table = "mqlite_periodic"
+
+    def __str__(self) -> str:
+        return self.name

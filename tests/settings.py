@@ -90,3 +90,16 @@ TEMPLATES = [
 ]
 STATIC_URL = "static/"
 MQLITE: dict[str, object] = {"QUEUES": {}}
+
+# Django Tasks: django.tasks on Django 6.x, the django-tasks backport on 5.2.
+import django  # noqa: E402
+
+if django.VERSION < (6, 0):
+    INSTALLED_APPS.append("django_tasks")
+TASKS = {
+    "default": {
+        "BACKEND": "django_mqlite.backends.MQLiteBackend",
+        "QUEUES": ["tasks", "tasks-other"],
+        "OPTIONS": {"backoff": 0},
+    }
+}

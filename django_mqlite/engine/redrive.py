@@ -166,3 +166,35 @@ def delete_rows(
     if rows and total:
         core.bump_totals(cursor, dialect, queue_id, **{total: len(rows)})
     return len(rows)
+
+
+def bury(
+    queue: str, seq: int, reason: str, description: str = "", *, using: str | None = None
+) -> bool:
+    """Dead-letter a message that is waiting for delivery (active, scheduled or
+    deferred; never a locked one) with ``reason``, so a cancellation stays on record.
+
+    Counted as a rejection. False when the message is not waiting (running, settled,
+    gone, or on another queue).
+    """
+    core.check_seq(seq)
+    if not isinstance(reason, str) or not reason or len(reason) > 128:
+        raise InvalidArgumentError("reason must be a non-empty string of at most 128")
+    alias = core.alias_of(using)
+    cursor, dialect = core.ctx(alias)
+    with transaction.atomic(using=alias):
+        q = core.load_queue(cursor, queue)
+        now = now_ms()
+        cursor.execute(
+            "UPDATE mqlite_message SET state = 'dead_lettered', dead_letter_reason = %s, "
+            "dead_letter_description = %s, dead_lettered_at = %s "
+            "WHERE seq = %s AND queue_id = %s AND state IN ('active', 'scheduled', 'deferred') "
+            "RETURNING order_key",
+            [reason, description[:4096], now, seq, q.id],
+        )
+        row = cursor.fetchone()
+        if row is None:
+            return False
+        core.release_lines(cursor, dialect, q.id, [row[0]])
+        core.bump_totals(cursor, dialect, q.id, rejected=1, dead_lettered=1)
+        return True

@@ -21,6 +21,8 @@ class Delivery:
     #: How long a lease lasts for this message, in seconds; renewed at half of it.
     lease_s: float
     next_renew: float
+    #: Seconds the handler may run (the consumer's timeout for this message), or None.
+    timeout: float | None = None
     started: float | None = None
     finished: bool = False
     timed_out: bool = False

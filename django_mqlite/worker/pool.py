@@ -118,9 +118,7 @@ class Pool:
             late = [
                 d
                 for d in self.running
-                if d.consumer.timeout is not None
-                and d.started is not None
-                and now - d.started > d.consumer.timeout
+                if d.timeout is not None and d.started is not None and now - d.started > d.timeout
             ]
             for d in late:
                 d.timed_out = True

@@ -24,14 +24,15 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import connections
 
 from .. import consumers as consumers_mod
+from .. import periodic
 from ..conf import mqlite_settings
 from ..consumers import Consumer, Registry
 from ..engine import core, settle, wakeup
 from ..engine.claim import receive
 from ..engine.clock import now_ms, to_ms
 from ..engine.dialects import dialect_for
-from ..engine.queues import get_queue, sync_declared
-from ..exceptions import LockLostError
+from ..engine.queues import create_queue, get_queue, sync_declared
+from ..exceptions import LockLostError, QueueNotFoundError
 from . import background
 from .delivery import Delivery
 from .memory import rss_mb
@@ -60,6 +61,7 @@ class Worker:
         max_memory_mb: float | None = None,
         shutdown_timeout_s: float = 30.0,
         reaper: bool = True,
+        periodic: bool = True,
         registry: Registry | None = None,
         install_signals: bool = True,
         rng: random.Random | None = None,
@@ -76,6 +78,7 @@ class Worker:
         self.max_memory_mb = max_memory_mb
         self.shutdown_timeout_s = shutdown_timeout_s
         self.reaper = reaper
+        self.periodic = periodic
         self.install_signals = install_signals
         self.rng = rng or random.Random()  # noqa: S311 - jitter, not security
         self.worker_id: int | None = None
@@ -115,8 +118,13 @@ class Worker:
     def _start(self) -> None:
         if mqlite_settings.QUEUES:
             sync_declared(mqlite_settings.QUEUES, using=self.using)
-        for name in self.consumers:
-            get_queue(name, using=self.using)  # fail fast on a queue that does not exist
+        for name, consumer in self.consumers.items():
+            try:
+                get_queue(name, using=self.using)  # fail fast on a queue that does not exist
+            except QueueNotFoundError:
+                if consumer.queue_options is None:
+                    raise
+                create_queue(name, using=self.using, **consumer.queue_options)
         self.worker_id = background.register_worker(list(self.consumers), self.using)
         self.pool.start()
         wid = self.worker_id
@@ -129,6 +137,8 @@ class Worker:
             self._threads.append(
                 background.reaper_loop(float(mqlite_settings.REAP_INTERVAL), self.using)
             )
+        if self.periodic and mqlite_settings.PERIODIC:
+            self._threads.append(periodic.ticker_loop(using=self.using))
         self.listening = dialect_for(self.using).has_listen_notify
         if self.listening:
             self._threads.append(background.Listener(self.using))
@@ -223,8 +233,8 @@ class Worker:
         wait = cap_s
         for d in self.pool.held():
             wait = min(wait, d.next_renew - now)
-            if d.consumer.timeout is not None and d.started is not None:
-                wait = min(wait, d.started + d.consumer.timeout - now)
+            if d.timeout is not None and d.started is not None:
+                wait = min(wait, d.started + d.timeout - now)
         return max(0.001, wait)
 
     def _claim(self) -> int:
@@ -248,7 +258,9 @@ class Worker:
                 lease_s = max(
                     0.1, ((to_ms(m.locked_until) if m.locked_until else now) - now) / 1000
                 )
-                batch.append(Delivery(m, consumer, lease_s, mono + lease_s / 2))
+                delivery = Delivery(m, consumer, lease_s, mono + lease_s / 2)
+                delivery.timeout = consumer.timeout_of(m)
+                batch.append(delivery)
             self.pool.submit(batch)
             got += len(batch)
         self.claimed += got
@@ -274,13 +286,18 @@ class Worker:
 
     def _expire_timeouts(self) -> None:
         for d in self.pool.expire(time.monotonic()):
-            self._abandon(
-                d, f"TimeoutError: handler ran longer than its timeout of {d.consumer.timeout}s"
-            )
+            self._abandon(d, f"TimeoutError: handler ran longer than its timeout of {d.timeout}s")
 
     def _abandon(self, d: Delivery, error: str) -> None:
         token = d.msg.lock_token
         assert token is not None
+        if d.consumer.give_up is not None:
+            try:
+                d.consumer.give_up(d.msg, error)
+            except Exception:
+                logger.exception("%s #%s: giving up failed", d.msg.queue, d.msg.seq)
+            d.lost = True
+            return
         delay = self._backoff(d.msg.delivery_count)
         try:
             settle.abandon(

@@ -1,0 +1,185 @@
+"""Reading a task's result back from its message row, from any process.
+
+The row's state gives the status (waiting states read READY, ``locked`` RUNNING,
+``completed`` SUCCESSFUL, ``dead_lettered`` FAILED); its ``attempts`` history gives the
+worker ids, start times and every attempt's error; ``result`` holds the return value
+while the queue keeps results.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any
+
+from django.utils.module_loading import import_string
+
+from .engine.clock import from_ms
+from .tasks_compat import Task, TaskError, TaskResult, TaskResultStatus
+
+if TYPE_CHECKING:
+    from .backends import MQLiteBackend
+
+STATUS_OF_STATE = {
+    "active": TaskResultStatus.READY,
+    "scheduled": TaskResultStatus.READY,
+    "deferred": TaskResultStatus.READY,
+    "locked": TaskResultStatus.RUNNING,
+    "completed": TaskResultStatus.SUCCESSFUL,
+    "dead_lettered": TaskResultStatus.FAILED,
+}
+COLUMNS = (
+    "seq",
+    "queue__name",
+    "state",
+    "subject",
+    "body",
+    "priority",
+    "enqueued_at",
+    "visible_at",
+    "completed_at",
+    "dead_lettered_at",
+    "dead_letter_reason",
+    "dead_letter_description",
+    "last_error",
+    "result",
+    "attempts",
+)
+
+
+def _row(backend: MQLiteBackend, result_id: str, columns: tuple[str, ...]) -> Any:
+    from .backends import SUBJECT_PREFIX, parse_id
+    from .models import Message
+
+    seq = parse_id(result_id)
+    if seq is None:
+        return None
+    row = (
+        Message.objects.using(backend.database or _default_alias())
+        .filter(seq=seq, subject__startswith=SUBJECT_PREFIX)
+        .values(*columns)
+        .first()
+    )
+    if row is None or (backend.queues and row["queue__name"] not in backend.queues):
+        return None
+    return row
+
+
+def _default_alias() -> str:
+    from .conf import mqlite_settings
+
+    return str(mqlite_settings.DATABASE)
+
+
+def locate(backend: MQLiteBackend, result_id: str) -> tuple[str, int] | None:
+    row = _row(backend, result_id, ("seq", "queue__name"))
+    return None if row is None else (row["queue__name"], row["seq"])
+
+
+def resolve_task(path: str) -> Task | None:
+    """The Task object a message names, or None when it cannot be imported."""
+    try:
+        found = import_string(path)
+    except ImportError:
+        return None
+    return found if isinstance(found, Task) else None
+
+
+def load_result(backend: MQLiteBackend, result_id: str) -> TaskResult | None:
+    import json
+
+    row = _row(backend, result_id, COLUMNS)
+    if row is None:
+        return None
+    try:
+        body = json.loads(bytes(row["body"]))
+    except ValueError:
+        return None
+    task = resolve_task(body.get("task", ""))
+    if task is None:
+        return None
+    task = dataclasses.replace(
+        task,
+        priority=row["priority"],
+        queue_name=row["queue__name"],
+        backend=body.get("backend", backend.alias),
+    )
+    state = row["state"]
+    status = STATUS_OF_STATE[state]
+    finished = row["completed_at"] if state == "completed" else row["dead_lettered_at"]
+    history = list(row["attempts"] or [])
+    extra = None
+    if status == TaskResultStatus.FAILED:
+        extra = _burial_error(row, history)
+    return build_result(
+        task,
+        str(row["seq"]),
+        status,
+        enqueued_at_ms=row["enqueued_at"],
+        history=history,
+        finished_at_ms=finished if status in _FINAL else None,
+        value=row["result"],
+        args=body.get("args", []),
+        kwargs=body.get("kwargs", {}),
+        extra_error=extra,
+    )
+
+
+_FINAL = (TaskResultStatus.SUCCESSFUL, TaskResultStatus.FAILED)
+
+
+def _burial_error(row: dict[str, Any], history: list[dict[str, Any]]) -> TaskError | None:
+    """A FAILED task whose own attempts do not explain the failure still reads with an
+    error: its cancellation, or the dead-letter reason."""
+    from .backends import TaskCancelledError, TaskDeadLetteredError
+
+    reason = row["dead_letter_reason"] or ""
+    if reason == "Cancelled":
+        cls: type[Exception] = TaskCancelledError
+    elif history and history[-1].get("error"):
+        return None
+    else:
+        cls = TaskDeadLetteredError
+    text = f"{reason}: {row['dead_letter_description'] or ''}".rstrip(": ")
+    if row["last_error"] and cls is TaskDeadLetteredError:
+        text = f"{text}\n{row['last_error']}"
+    return TaskError(exception_class_path=f"{cls.__module__}.{cls.__qualname__}", traceback=text)
+
+
+def build_result(
+    task: Task,
+    result_id: str,
+    status: Any,
+    *,
+    enqueued_at_ms: int | None,
+    history: list[dict[str, Any]],
+    finished_at_ms: int | None,
+    value: Any,
+    args: list[Any],
+    kwargs: dict[str, Any],
+    extra_error: TaskError | None = None,
+) -> TaskResult:
+    starts = [h["started_at"] for h in history if h.get("started_at") is not None]
+    errors = [
+        TaskError(exception_class_path=h["error"]["class"], traceback=h["error"]["traceback"])
+        for h in history
+        if h.get("error")
+    ]
+    if extra_error is not None:
+        errors.append(extra_error)
+    result: TaskResult[Any, Any] = TaskResult(
+        task=task,
+        id=result_id,
+        status=status,
+        enqueued_at=None if enqueued_at_ms is None else from_ms(enqueued_at_ms),
+        started_at=from_ms(min(starts)) if starts else None,
+        last_attempted_at=from_ms(max(starts)) if starts else None,
+        finished_at=None if finished_at_ms is None else from_ms(finished_at_ms),
+        args=args,
+        kwargs=kwargs,
+        backend=task.backend,
+        errors=errors,
+        worker_ids=[str(h.get("worker", "")) for h in history],
+    )
+    if status == TaskResultStatus.SUCCESSFUL:
+        object.__setattr__(result, "_return_value", value)
+    return result

@@ -1,0 +1,255 @@
+"""Running Django Tasks inside ``runworker``.
+
+``register_task_queues`` (called by ``consumers.autodiscover``) registers ``run_task`` as
+the consumer of every queue of every ``MQLiteBackend``. For each delivery it:
+
+1. appends this attempt (worker id, start time) to the row's ``attempts`` history,
+   fenced on the lock token, and sends ``task_started``;
+2. calls the task (async functions too; ``takes_context`` gets the attempt number);
+3. on success stores the JSON return value with the completion (``task_finished``);
+   on an exception records its class path and traceback on the attempt, then retries
+   after the task's backoff, or, on its last attempt (or for ``mq.Reject``),
+   dead-letters it and sends ``task_finished`` from inside the ``except`` block.
+
+A timeout or a shutdown that gives up on a running task goes through ``give_up``: the
+attempt is recorded as a ``TimeoutError`` and settled by the same rule.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import traceback
+from dataclasses import dataclass
+from typing import Any
+
+from .conf import mqlite_settings
+from .consumers import Registry
+from .engine import settle
+from .engine.clock import now_ms
+from .engine.queues import get_queue
+from .engine.types import Received
+from .exceptions import LockLostError, Reject
+from .tasks_compat import (
+    Task,
+    TaskContext,
+    TaskResult,
+    TaskResultStatus,
+    normalize_json,
+    task_backends,
+    task_finished,
+    task_started,
+)
+from .worker.retry import backoff_delay
+
+logger = logging.getLogger("django_mqlite.tasks")
+_rng = random.Random()  # noqa: S311 - jitter, not security
+MAX_TRACEBACK = 16 * 1024
+FAILED_REASON = "TaskFailed"
+
+
+def mqlite_backends() -> list[Any]:
+    """The configured Tasks backends that are ours."""
+    from .backends import MQLiteBackend
+
+    out = []
+    for alias in task_backends.settings:
+        backend = task_backends[alias]
+        if isinstance(backend, MQLiteBackend):
+            out.append(backend)
+    return out
+
+
+def register_task_queues(registry: Registry) -> list[str]:
+    """Register the task runner for every queue of every MQLiteBackend."""
+    names = []
+    for backend in mqlite_backends():
+        for queue in sorted(backend.queues):
+            registry.register(
+                queue,
+                run_task,
+                timeout_for=timeout_for,
+                give_up=give_up,
+                queue_options=backend.queue_options,
+            )
+            names.append(queue)
+    return names
+
+
+def timeout_for(msg: Received) -> float | None:
+    value = (msg.properties or {}).get("timeout")
+    return float(value) if isinstance(value, int | float) else None
+
+
+@dataclass
+class Job:
+    """A delivered task: the message, what it names, and its attempt history."""
+
+    msg: Received
+    task: Task
+    backend: Any
+    args: list[Any]
+    kwargs: dict[str, Any]
+    enqueued_at: int = 0
+    history: list[dict[str, Any]] | None = None
+
+    @classmethod
+    def load(cls, msg: Received) -> Job:
+        from .task_results import resolve_task
+
+        body = json.loads(msg.body)
+        task = resolve_task(body["task"])
+        if task is None:
+            raise LookupError(f"task {body['task']!r} cannot be imported by this worker")
+        backend = task_backends[body.get("backend") or task.backend]
+        return cls(msg, task, backend, body.get("args", []), body.get("kwargs", {}))
+
+    # -- the history, written by the lease holder only ----------------------------------
+
+    def _rows(self) -> Any:
+        from .models import Message
+
+        return Message.objects.using(self.msg.using or mqlite_settings.DATABASE).filter(
+            seq=self.msg.seq,
+            lock_token=self.msg.lock_token,
+            state="locked",
+            locked_until__gt=now_ms(),
+        )
+
+    def read(self) -> None:
+        row = self._rows().values_list("attempts", "locked_by", "enqueued_at").first()
+        if row is None:
+            raise LockLostError(f"task #{self.msg.seq}: lease lost before it started")
+        self.history = list(row[0] or [])
+        self.enqueued_at = row[2]
+        self._worker = "" if row[1] is None else str(row[1])
+
+    def start(self) -> None:
+        self.read()
+        assert self.history is not None
+        self.history.append({"worker": self._worker, "started_at": now_ms(), "error": None})
+        self._write()
+
+    def record_error(self, class_path: str, text: str) -> None:
+        assert self.history is not None
+        if not self.history:
+            self.history.append({"worker": self._worker, "started_at": now_ms(), "error": None})
+        if not self.history[-1].get("error"):
+            self.history[-1]["error"] = {"class": class_path, "traceback": text[-MAX_TRACEBACK:]}
+        self._write()
+
+    def _write(self) -> None:
+        if not self._rows().update(attempts=self.history):
+            raise LockLostError(f"task #{self.msg.seq}: lease lost")
+
+    # -- results and settlement ---------------------------------------------------------
+
+    def result(self, status: Any, value: Any = None, finished: bool = False) -> TaskResult:
+        from .task_results import build_result
+
+        return build_result(
+            self.task,
+            str(self.msg.seq),
+            status,
+            enqueued_at_ms=self.enqueued_at,
+            history=self.history or [],
+            finished_at_ms=now_ms() if finished else None,
+            value=value,
+            args=self.args,
+            kwargs=self.kwargs,
+        )
+
+    def fail(self, description: str, tb: str, reject: Reject | None = None) -> bool:
+        """Retry or dead-letter after a failed attempt; True when it was the last."""
+        msg = self.msg
+        token = msg.lock_token
+        assert token is not None
+        max_attempts, backoff, _ = self.backend.policy(self.task)
+        cap = get_queue(msg.queue, using=msg.using).max_delivery_count
+        attempt = msg.delivery_count
+        if reject is not None:
+            settle.reject(
+                msg.queue, msg.seq, token, reject.reason, reject.description, using=msg.using
+            )
+            final = True
+        elif attempt >= min(max_attempts, cap):
+            text = f"{description} (attempt {attempt} of {max_attempts})"[:4096]
+            settle.reject(msg.queue, msg.seq, token, FAILED_REASON, text, error=tb, using=msg.using)
+            final = True
+        else:
+            delay = retry_delay(backoff, attempt)
+            settle.abandon(msg.queue, msg.seq, token, delay=delay, error=tb, using=msg.using)
+            final = False
+        msg.settled = "reject" if final else "abandon"
+        return final
+
+
+def retry_delay(backoff: Any, attempt: int) -> float:
+    if callable(backoff):
+        return max(0.0, float(backoff(attempt)))
+    base = float(mqlite_settings.RETRY_BACKOFF_BASE) if backoff is None else float(backoff)
+    return backoff_delay(
+        attempt, base_s=base, cap_s=float(mqlite_settings.RETRY_BACKOFF_CAP), rng=_rng
+    )
+
+
+def _class_path(exc: BaseException) -> str:
+    cls = type(exc)
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def run_task(msg: Received) -> None:
+    """The consumer of task queues: run one delivery of a task and settle it."""
+    try:
+        job = Job.load(msg)
+    except (ValueError, KeyError, TypeError, LookupError) as exc:
+        # A body that is not a task, or a task this worker's code does not have (a
+        # deploy in progress): retry like any failure, until the queue's limit.
+        raise RuntimeError(f"cannot run task message #{msg.seq}: {exc}") from exc
+    job.start()
+    sender = type(job.backend)
+    task_started.send(sender, task_result=job.result(TaskResultStatus.RUNNING))
+    try:
+        if job.task.takes_context:
+            context: TaskContext[Any, Any] = TaskContext(
+                task_result=job.result(TaskResultStatus.RUNNING)
+            )
+            value = job.task.call(context, *job.args, **job.kwargs)
+        else:
+            value = job.task.call(*job.args, **job.kwargs)
+        value = normalize_json(value)
+        json.dumps(value, allow_nan=False)
+    except Exception as exc:
+        tb = traceback.format_exc()
+        job.record_error(_class_path(exc), tb)
+        final = job.fail(
+            f"{type(exc).__name__}: {exc}", tb, exc if isinstance(exc, Reject) else None
+        )
+        if final:
+            result = job.result(TaskResultStatus.FAILED, finished=True)
+            task_finished.send(sender, task_result=result)
+        return
+    token = msg.lock_token
+    assert token is not None
+    settle.complete_with_result(msg.queue, msg.seq, token, value, using=msg.using)
+    msg.settled = "complete"
+    task_finished.send(sender, task_result=job.result(TaskResultStatus.SUCCESSFUL, value, True))
+
+
+def give_up(msg: Received, error: str) -> None:
+    """The worker stopped waiting for this task (timeout or shutdown): a failed attempt."""
+    try:
+        job = Job.load(msg)
+    except (ValueError, KeyError, TypeError, LookupError):
+        assert msg.lock_token is not None
+        settle.abandon(msg.queue, msg.seq, msg.lock_token, error=error, using=msg.using)
+        return
+    job.read()
+    job.record_error("builtins.TimeoutError", error)
+    try:
+        raise TimeoutError(error)
+    except TimeoutError:
+        if job.fail(error, error):
+            result = job.result(TaskResultStatus.FAILED, finished=True)
+            task_finished.send(type(job.backend), task_result=result)

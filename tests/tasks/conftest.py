@@ -1,0 +1,32 @@
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from django_mqlite.consumers import Registry
+from django_mqlite.task_runner import register_task_queues
+from django_mqlite.tasks_compat import task_backends
+from django_mqlite.worker import Worker
+
+
+@pytest.fixture
+def backend() -> Any:
+    return task_backends["default"]
+
+
+@pytest.fixture
+def run_worker() -> Callable[..., Worker]:
+    """Run an in-process worker over the task queues until nothing is claimable."""
+
+    def run(**options: Any) -> Worker:
+        registry = Registry()
+        register_task_queues(registry)
+        worker = Worker(
+            burst=True, install_signals=False, reaper=False, registry=registry, **options
+        )
+        worker.run()
+        return worker
+
+    return run

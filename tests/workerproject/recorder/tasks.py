@@ -1,0 +1,70 @@
+"""Tasks of the worker test project (module paths are the same in pytest and in the
+``runworker`` children). ``tests/tasks`` drives them."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from typing import Any
+
+try:
+    from django.tasks import task
+except ImportError:
+    from django_tasks import task
+
+#: In-process runs append here (priority order, signals).
+RAN: list[Any] = []
+
+
+def _log(event: str, **extra: Any) -> None:
+    path = os.environ.get("MQLITE_TEST_LOG")
+    if not path:
+        return
+    line = json.dumps({"event": event, "pid": os.getpid(), **extra}) + "\n"
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    try:
+        os.write(fd, line.encode())
+    finally:
+        os.close(fd)
+
+
+@task(queue_name="tasks")
+def add(a: int, b: int) -> int:
+    _log("add", a=a, b=b)
+    return a + b
+
+
+@task(queue_name="tasks", max_attempts=3, backoff=0)
+def always_fails(n: int) -> None:
+    raise ValueError(f"boom {n}")
+
+
+@task(queue_name="tasks", takes_context=True, max_attempts=3, backoff=0)
+def flaky(context: Any, succeed_on: int) -> int:
+    if context.attempt < succeed_on:
+        raise RuntimeError(f"not yet (attempt {context.attempt})")
+    return int(context.attempt)
+
+
+@task(queue_name="tasks")
+async def async_mul(a: int, b: int) -> int:
+    await asyncio.sleep(0)
+    return a * b
+
+
+@task(queue_name="tasks", priority=0)
+def remember(tag: str) -> str:
+    RAN.append(tag)
+    return tag
+
+
+@task(queue_name="tasks", timeout=0.3, max_attempts=1)
+def too_slow(seconds: float) -> None:
+    time.sleep(seconds)
+
+
+@task(queue_name="tasks-other")
+def returns_set() -> Any:
+    return {1, 2}
