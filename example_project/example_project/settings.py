@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import django
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "example-only-change-me")
 DEBUG = True
@@ -49,6 +51,8 @@ INSTALLED_APPS = [
     "django_mqlite",
     "shop",
 ]
+if django.VERSION < (6, 0):
+    INSTALLED_APPS.append("django_tasks")  # the Tasks backport
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -78,7 +82,18 @@ MQLITE = {
     "QUEUES": {
         "payments": {"max_delivery_count": 3, "lock_duration": 30},
         "reports": {"lock_duration": 600},
-        "emails": {},
+        # Task queues keep finished results so get_result() can read them.
+        "emails": {"keep_results": 86400, "max_delivery_count": 5},
+        "maintenance": {"keep_results": 86400},
+    },
+    # Periodic work, ticked by the running workers (no beat process).
+    "PERIODIC": {
+        "cleanup-unpaid": {
+            "cron": "0 4 * * *",
+            "task": "shop.tasks.cleanup_unpaid",
+            "kwargs": {"days": 30},
+            "timezone": "Europe/Paris",
+        },
     },
     # Demo speed: retries after ~0.2 s, 0.4 s, ... and a killed worker's locks are
     # reclaimed after 2 s of silence. Production defaults are 1 s backoff, 5 s
@@ -89,3 +104,12 @@ MQLITE = {
     "WORKER_STALE_AFTER": 2.0,
     "REAP_INTERVAL": 0.25,
 }
+
+# Django Tasks run on django-mqlite: enqueue is a row in your transaction.
+TASKS = {
+    "default": {
+        "BACKEND": "django_mqlite.backends.MQLiteBackend",
+        "QUEUES": ["emails", "maintenance"],
+    }
+}
+EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"

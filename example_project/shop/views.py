@@ -12,6 +12,7 @@ from django.views.decorators.http import require_POST
 import django_mqlite as mq
 
 from .models import Order
+from .tasks import send_confirmation
 
 
 @csrf_exempt  # an API-style endpoint for the demo; use your normal CSRF setup in a site
@@ -28,4 +29,6 @@ def checkout(request: HttpRequest) -> JsonResponse:
         order = Order.objects.create(email=email, total_cents=total)
         # The outbox: this row commits (or rolls back) with the order.
         mq.send("payments", {"order": order.pk}, message_id=f"order-{order.pk}")
+        # A Django task, enqueued in the same transaction.
+        send_confirmation.enqueue(order.pk)
     return JsonResponse({"order": order.pk}, status=201)

@@ -9,7 +9,6 @@ stats are checked against the queue's invariants.
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -74,11 +73,16 @@ class Command(BaseCommand):
         )
 
         self.title("2. Two worker processes start")
-        self.start_worker("payments", concurrency=4)
-        self.start_worker("payments", concurrency=4)
+        self.start_worker("payments", "emails", concurrency=4)
+        self.start_worker("payments", "emails", concurrency=4)
         good = n - poison
         self.wait("orders paid", lambda: Order.objects.exclude(paid_at=None).count(), good)
         self.done(f"{good} orders paid, each charged exactly once: {self.charged_once()}")
+        self.wait("emails sent", lambda: self.count("emails", "completed"), n)
+        self.done(
+            f"{n} confirmation emails sent by the Django task send_confirmation "
+            "(its results are kept: SUCCESSFUL)"
+        )
 
         self.title("3. Poison payments: retried with backoff, then dead-lettered")
         self.wait("buried", lambda: self.count("payments", "dead_lettered"), poison, timeout=60)
@@ -135,7 +139,7 @@ class Command(BaseCommand):
 
         self.title("7. Final stats")
         self.stop_workers()
-        for name in ("payments", "reports"):
+        for name in ("payments", "reports", "emails"):
             s = mq.stats(name)
             t = s.totals
             counts = " ".join(f"{k}={v}" for k, v in s.counts.items() if v) or "empty"
@@ -160,7 +164,7 @@ class Command(BaseCommand):
     # -- helpers -------------------------------------------------------------------------
 
     def reset(self) -> None:
-        for name in ("payments", "reports", "emails"):
+        for name in ("payments", "reports", "emails", "maintenance"):
             try:
                 mq.delete_queue(name, force=True)
             except mq.QueueNotFoundError:
@@ -176,33 +180,23 @@ class Command(BaseCommand):
         wrong = paid.exclude(charges=1).count()
         return self.style.SUCCESS("yes") if wrong == 0 else self.style.ERROR(f"NO ({wrong})")
 
-    def start_worker(self, queue: str, concurrency: int) -> subprocess.Popen[bytes]:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "manage.py",
-                "runworker",
-                "--queue",
-                queue,
-                "--concurrency",
-                str(concurrency),
-            ],
-            cwd=PROJECT,
-            stdout=self.log,
-            stderr=self.log,
-            env={**os.environ},
-        )
+    def start_worker(self, *queues: str, concurrency: int) -> subprocess.Popen[bytes]:
+        flags = [arg for q in queues for arg in ("--queue", q)]
+        command = [sys.executable, "manage.py", "runworker", *flags, "-c", str(concurrency)]
+        proc = subprocess.Popen(command, cwd=PROJECT, stdout=self.log, stderr=self.log)
         self.workers.append(proc)
-        self.stdout.write(f"  worker {proc.pid} started on {queue!r} ({concurrency} threads)")
+        self.stdout.write(
+            f"  worker {proc.pid} started on {', '.join(queues)} ({concurrency} threads)"
+        )
         return proc
 
     def stop_workers(self) -> None:
-        for w in self.workers:
-            if w.poll() is None:
-                w.send_signal(signal.SIGTERM)
-        for w in self.workers:
+        running = [w for w in self.workers if w.poll() is None]
+        for w in running:
+            w.send_signal(signal.SIGTERM)
+        for w in running:
             code = w.wait(timeout=60)
-            self.stdout.write(f"  worker {w.pid} stopped (exit {code})")
+            self.stdout.write(f"  worker {w.pid} stopped on SIGTERM (exit {code})")
         self.workers = []
 
     def wait(
