@@ -8,7 +8,6 @@ In: ``body`` is any JSON value (a JSON string is sent as text, anything else as 
 
 from __future__ import annotations
 
-import base64
 import json
 from typing import Any
 
@@ -42,7 +41,7 @@ def body_fields(body: bytes, content_type: str | None) -> dict[str, Any]:
             return {"body": body.decode("utf-8")}
         except UnicodeDecodeError:
             pass
-    return {"body_base64": base64.b64encode(body).decode("ascii")}
+    return {"body_base64": body}
 
 
 def _common(m: mq.Received | mq.Peeked) -> dict[str, Any]:

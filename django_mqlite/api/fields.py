@@ -11,6 +11,7 @@ from typing import Any
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+from rest_framework.fields import SkipField
 
 
 class StrictIntegerField(serializers.IntegerField):
@@ -90,6 +91,13 @@ class AnyJSONField(serializers.Field):  # type: ignore[type-arg]
         if data is None:
             return True, None  # JSON null is a body like any other
         return super().validate_empty_values(data)  # type: ignore[no-any-return]
+
+    def get_attribute(self, instance: Any) -> Any:
+        # Absent is not null: a response without ``body`` (it has ``body_base64``) must
+        # not grow a ``"body": null``.
+        if isinstance(instance, dict) and self.source not in instance:
+            raise SkipField
+        return super().get_attribute(instance)
 
     def to_internal_value(self, data: Any) -> Any:
         return data

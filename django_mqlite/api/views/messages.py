@@ -133,15 +133,19 @@ class SettleView(MQView):
 
 def _settle_view(verb: str, serializer: type[s.StrictSerializer], doc: str) -> type[SettleView]:
     ok: Any = s.LockedUntilSerializer if verb == "renew" else None
-    view = type(f"{verb.title()}View", (SettleView,), {"verb": verb, "request_serializer": serializer})
-    schema = extend_schema(
+
+    # A function of its own per verb: extend_schema annotates the function it is given.
+    @extend_schema(
         operation_id=verb,
         request=serializer,
         responses={200 if verb == "renew" else 204: ok, **errors(*BODY_ERRORS, 409)},
         description=doc,
     )
-    view.post = schema(view.post)  # type: ignore[method-assign]
-    return view
+    def post(self: SettleView, request: Request, name: str, seq: int) -> Response:
+        return SettleView.post(self, request, name, seq)
+
+    attrs = {"verb": verb, "request_serializer": serializer, "post": post}
+    return type(f"{verb.title()}View", (SettleView,), attrs)
 
 
 CompleteView = _settle_view("complete", s.TokenSerializer, "Complete (remove) the message.")
