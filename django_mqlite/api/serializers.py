@@ -136,7 +136,7 @@ class OutMessageSerializer(StrictSerializer):
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if ("body" in attrs) == ("body_base64" in attrs):
             raise serializers.ValidationError("give exactly one of body and body_base64")
-        if attrs.get("delay") is not None and attrs.get("scheduled_at") is not None:
+        if "delay" in attrs and "scheduled_at" in attrs:
             raise serializers.ValidationError("give delay or scheduled_at, not both")
         return attrs
 

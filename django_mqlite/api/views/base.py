@@ -6,11 +6,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import OpenApiResponse
+from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.parsers import BaseParser
+from rest_framework.exceptions import NotAcceptable
 from rest_framework.permissions import BasePermission
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.serializers import Serializer
+from rest_framework.utils.mediatypes import media_type_matches, order_by_precedence
 from rest_framework.views import APIView
 
 from ..exceptions import exception_handler
@@ -40,12 +44,36 @@ def errors(*statuses: int) -> dict[int, OpenApiResponse]:
 BODY_ERRORS = (400, 404, 413, 415)
 
 
+class Negotiation(DefaultContentNegotiation):
+    """Content negotiation by ``Accept`` only: no ``?format=`` override."""
+
+    def select_renderer(
+        self, request: Any, renderers: list[BaseRenderer], format_suffix: str | None = None
+    ) -> tuple[BaseRenderer, str]:
+        accepts = self.get_accept_list(request)
+        for media_type_set in order_by_precedence(accepts):
+            for renderer in renderers:
+                for media_type in media_type_set:
+                    if media_type_matches(renderer.media_type, media_type):
+                        return renderer, (
+                            renderer.media_type if media_type == "*/*" else media_type
+                        )
+        raise NotAcceptable(available_renderers=renderers)
+
+
+class Schema(AutoSchema):
+    def _get_format_parameters(self) -> list[Any]:
+        return []  # no ?format= override (see Negotiation)
+
+
 class MQView(APIView):
     """Base of the API views. ``mq_actions`` maps HTTP method to permission action."""
 
     mq_actions: ClassVar[dict[str, str]] = {}
     parser_classes: ClassVar[list[type[BaseParser]]] = [BoundedJSONParser]  # type: ignore[misc]
     renderer_classes: ClassVar[list[type[BaseRenderer]]] = [JSONRenderer]  # type: ignore[misc]
+    content_negotiation_class = Negotiation
+    schema = Schema()
 
     @property
     def mq_action(self) -> str:

@@ -122,10 +122,33 @@ def build_schema(request: Request | None = None) -> dict[str, Any]:
     ):
         generator = SchemaGenerator(urlconf="django_mqlite.api.urls")
         schema: dict[str, Any] = generator.get_schema(request=None, public=True)
+    _tighten(schema)
     if request is not None:
         mount = request.path[: -len("schema/")] if request.path.endswith("schema/") else "/"
         schema["servers"] = [{"url": mount.rstrip("/") or "/"}]
     return schema
+
+
+_PATH_PARAMETERS = {
+    "name": {"type": "string", "pattern": r"^[A-Za-z0-9._-]{1,80}$"},
+    "seq": {"type": "integer", "minimum": 1, "maximum": 2**63 - 1},
+}
+
+
+def _tighten(schema: dict[str, Any]) -> None:
+    """What the generator cannot infer: request objects refuse unknown fields, a message
+    has exactly one of ``body``/``body_base64``, and the path parameters' formats."""
+    for name, component in schema["components"]["schemas"].items():
+        if name.endswith("Request") and component.get("type") == "object":
+            component["additionalProperties"] = False
+    out = schema["components"]["schemas"]["OutMessageRequest"]
+    out["oneOf"] = [{"required": ["body"]}, {"required": ["body_base64"]}]
+    out["not"] = {"required": ["delay", "scheduled_at"]}
+    for item in schema["paths"].values():
+        for operation in item.values():
+            for parameter in operation.get("parameters", []):
+                if parameter["in"] == "path" and parameter["name"] in _PATH_PARAMETERS:
+                    parameter["schema"] = dict(_PATH_PARAMETERS[parameter["name"]])
 
 
 class NotFoundView(MQView):
