@@ -36,7 +36,11 @@ def body_fields(body: bytes, content_type: str | None) -> dict[str, Any]:
             return {"body": json.loads(body.decode("utf-8"))}
         except (UnicodeDecodeError, ValueError, RecursionError):
             pass
-    elif media.startswith("text/") and params.get("charset", "utf-8") in ("utf-8", "utf8", "us-ascii"):
+    elif media.startswith("text/") and params.get("charset", "utf-8") in (
+        "utf-8",
+        "utf8",
+        "us-ascii",
+    ):
         try:
             return {"body": body.decode("utf-8")}
         except UnicodeDecodeError:

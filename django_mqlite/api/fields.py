@@ -18,7 +18,7 @@ class StrictIntegerField(serializers.IntegerField):
     def to_internal_value(self, data: Any) -> int:
         if not isinstance(data, int) or isinstance(data, bool):
             self.fail("invalid")
-        return super().to_internal_value(data)  # type: ignore[no-any-return]
+        return super().to_internal_value(data)
 
 
 class StrictFloatField(serializers.FloatField):
@@ -29,7 +29,7 @@ class StrictFloatField(serializers.FloatField):
             self.fail("invalid")
         if not math.isfinite(data):
             self.fail("invalid")
-        return super().to_internal_value(data)  # type: ignore[no-any-return]
+        return super().to_internal_value(data)
 
 
 class StrictBooleanField(serializers.BooleanField):
@@ -51,11 +51,11 @@ class StrictCharField(serializers.CharField):
             self.fail("invalid")
         if "\x00" in data:
             raise serializers.ValidationError("must not contain NUL characters")
-        return super().to_internal_value(data)  # type: ignore[no-any-return]
+        return super().to_internal_value(data)
 
 
 @extend_schema_field({"type": "object", "additionalProperties": True})
-class PropertiesField(serializers.Field):  # type: ignore[type-arg]
+class PropertiesField(serializers.Field):
     """A JSON object of application properties (no NUL characters in its text)."""
 
     def to_internal_value(self, data: Any) -> dict[str, Any]:
@@ -80,7 +80,7 @@ def _has_nul(value: Any) -> bool:
 
 
 @extend_schema_field(OpenApiTypes.ANY)
-class AnyJSONField(serializers.Field):  # type: ignore[type-arg]
+class AnyJSONField(serializers.Field):
     """Any JSON value, null included."""
 
     def __init__(self, **kwargs: Any) -> None:
@@ -90,7 +90,7 @@ class AnyJSONField(serializers.Field):  # type: ignore[type-arg]
     def validate_empty_values(self, data: Any) -> tuple[bool, Any]:
         if data is None:
             return True, None  # JSON null is a body like any other
-        return super().validate_empty_values(data)  # type: ignore[no-any-return]
+        return super().validate_empty_values(data)
 
     def get_attribute(self, instance: Any) -> Any:
         # Absent is not null: a response without ``body`` (it has ``body_base64``) must
@@ -107,7 +107,7 @@ class AnyJSONField(serializers.Field):  # type: ignore[type-arg]
 
 
 @extend_schema_field({"type": "string", "format": "byte"})
-class Base64Field(serializers.Field):  # type: ignore[type-arg]
+class Base64Field(serializers.Field):
     """Bytes as standard base64 text."""
 
     def to_internal_value(self, data: Any) -> bytes:

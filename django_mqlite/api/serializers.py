@@ -31,9 +31,7 @@ MODES = ("peek_lock", "receive_and_delete")
 
 def seconds(*, positive: bool = False, **kwargs: Any) -> StrictFloatField:
     """A duration in seconds (at most ten years)."""
-    return StrictFloatField(
-        min_value=0.001 if positive else 0, max_value=TEN_YEARS_S, **kwargs
-    )
+    return StrictFloatField(min_value=0.001 if positive else 0, max_value=TEN_YEARS_S, **kwargs)
 
 
 def text(max_length: int = 128, **kwargs: Any) -> StrictCharField:
@@ -48,16 +46,14 @@ def batch_cap() -> int:
     return int(mqlite_settings.API_MAX_BATCH)
 
 
-class StrictSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class StrictSerializer(serializers.Serializer):
     """Refuses fields it does not know, so a typo is a 400, not a silently dropped option."""
 
     def to_internal_value(self, data: Any) -> Any:
         if isinstance(data, dict):
             unknown = sorted(set(data) - set(self.fields))
             if unknown:
-                raise serializers.ValidationError(
-                    {name: ["unknown field"] for name in unknown}
-                )
+                raise serializers.ValidationError({name: ["unknown field"] for name in unknown})
         return super().to_internal_value(data)
 
 
@@ -93,7 +89,7 @@ class QueueCreateSerializer(QueueSettingsSerializer):
         return super().to_internal_value(data)
 
 
-class QueueSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class QueueSerializer(serializers.Serializer):
     name = serializers.CharField()
     ordering = serializers.ChoiceField(choices=ORDERINGS)
     lock_duration = serializers.FloatField()
@@ -109,7 +105,7 @@ class QueueSerializer(serializers.Serializer):  # type: ignore[type-arg]
     created_at = serializers.DateTimeField()
 
 
-class QueueListSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class QueueListSerializer(serializers.Serializer):
     queues = QueueSerializer(many=True)
 
 
@@ -150,11 +146,11 @@ class SendBatchSerializer(StrictSerializer):
         return value
 
 
-class SeqSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class SeqSerializer(serializers.Serializer):
     seq = serializers.IntegerField()
 
 
-class SeqsSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class SeqsSerializer(serializers.Serializer):
     seqs = serializers.ListField(
         child=serializers.IntegerField(), help_text="0 for a dedup-conflict slot"
     )
@@ -171,11 +167,9 @@ class ReceiveRequestSerializer(StrictSerializer):
     attempt_id = text(required=False, allow_null=True)
 
 
-class _MessageFieldsSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class _MessageFieldsSerializer(serializers.Serializer):
     seq = serializers.IntegerField()
-    body = AnyJSONField(
-        required=False, help_text="present when the content is JSON or UTF-8 text"
-    )
+    body = AnyJSONField(required=False, help_text="present when the content is JSON or UTF-8 text")
     body_base64 = Base64Field(required=False, help_text="present otherwise")
     content_type = serializers.CharField(allow_null=True)
     message_id = serializers.CharField(allow_null=True)
@@ -204,15 +198,15 @@ class PeekedSerializer(_MessageFieldsSerializer):
     last_error = serializers.CharField(allow_null=True)
 
 
-class ReceivedListSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class ReceivedListSerializer(serializers.Serializer):
     messages = ReceivedSerializer(many=True)
 
 
-class PeekedListSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class PeekedListSerializer(serializers.Serializer):
     messages = PeekedSerializer(many=True)
 
 
-class PeekQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
+class PeekQuerySerializer(serializers.Serializer):
     state = serializers.ChoiceField(choices=STATES, required=False)
     limit = serializers.IntegerField(min_value=1, max_value=MAX_PEEK, required=False)
     after_seq = serializers.IntegerField(min_value=0, max_value=SEQ_MAX, required=False)
@@ -243,7 +237,7 @@ class RenewSerializer(TokenSerializer):
     lock_duration = seconds(positive=True, required=False, allow_null=True)
 
 
-class LockedUntilSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class LockedUntilSerializer(serializers.Serializer):
     locked_until = serializers.DateTimeField()
 
 
@@ -265,7 +259,7 @@ class RenewBatchSerializer(CompleteBatchSerializer):
     lock_duration = seconds(positive=True, required=False, allow_null=True)
 
 
-class ResultsSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class ResultsSerializer(serializers.Serializer):
     results = serializers.ListField(child=serializers.BooleanField())
 
 
@@ -292,30 +286,30 @@ class PurgeSerializer(_SeqListMixin, StrictSerializer):
     seqs = serializers.ListField(child=seq_field(), required=False, allow_null=True)
 
 
-class CountSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class CountSerializer(serializers.Serializer):
     count = serializers.IntegerField()
 
 
-class QueueStatsSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class QueueStatsSerializer(serializers.Serializer):
     queue = serializers.CharField()
     counts = serializers.DictField(child=serializers.IntegerField())
     oldest_active_age = serializers.FloatField(allow_null=True)
     totals = serializers.DictField(child=serializers.IntegerField())
 
 
-class AllStatsSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class AllStatsSerializer(serializers.Serializer):
     queues = serializers.DictField(child=QueueStatsSerializer())
 
 
-class HealthSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class HealthSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=("ok", "unavailable"))
     database = serializers.BooleanField()
 
 
-class ErrorSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class ErrorSerializer(serializers.Serializer):
     code = serializers.CharField()
     message = serializers.CharField()
 
 
-class DeleteQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
+class DeleteQuerySerializer(serializers.Serializer):
     force = serializers.BooleanField(required=False)

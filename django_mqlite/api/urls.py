@@ -16,7 +16,9 @@ urlpatterns = [
     path("queues/<str:name>/stats/", queues.QueueStatsView.as_view(), name="queue-stats"),
     path("queues/<str:name>/messages/", m.MessagesView.as_view(), name="messages"),
     path("queues/<str:name>/messages/<int:seq>/", m.MessageView.as_view(), name="message"),
-    path("queues/<str:name>/messages/<int:seq>/complete/", m.CompleteView.as_view(), name="complete"),
+    path(
+        "queues/<str:name>/messages/<int:seq>/complete/", m.CompleteView.as_view(), name="complete"
+    ),
     path("queues/<str:name>/messages/<int:seq>/abandon/", m.AbandonView.as_view(), name="abandon"),
     path("queues/<str:name>/messages/<int:seq>/reject/", m.RejectView.as_view(), name="reject"),
     path("queues/<str:name>/messages/<int:seq>/defer/", m.DeferView.as_view(), name="defer"),
@@ -27,7 +29,11 @@ urlpatterns = [
         transaction.non_atomic_requests(m.ReceiveView.as_view()),
         name="receive",
     ),
-    path("queues/<str:name>/receive-deferred/", m.ReceiveDeferredView.as_view(), name="receive-deferred"),
+    path(
+        "queues/<str:name>/receive-deferred/",
+        m.ReceiveDeferredView.as_view(),
+        name="receive-deferred",
+    ),
     path("queues/<str:name>/complete/", m.CompleteBatchView.as_view(), name="complete-batch"),
     path("queues/<str:name>/renew/", m.RenewBatchView.as_view(), name="renew-batch"),
     path("queues/<str:name>/redrive/", ops.RedriveView.as_view(), name="redrive"),

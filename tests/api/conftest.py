@@ -12,7 +12,7 @@ import django_mqlite as mq
 
 @pytest.fixture
 def user(db: Any) -> User:
-    return User.objects.create_user("alice", password="secret")  # noqa: S106
+    return User.objects.create_user("alice", password="secret")
 
 
 @pytest.fixture

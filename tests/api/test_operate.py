@@ -51,10 +51,12 @@ def test_redrive(api: Any, q: str, make_queue: Any) -> None:
     assert r.status_code == 200 and r.json() == {"count": 1}
     assert mq.stats("other").counts["active"] == 1
     assert api.post(url(f"queues/{q}/redrive/"), {}, format="json").json() == {"count": 1}
-    error(api.post(url(f"queues/{q}/redrive/"), {"to_queue": "nope"}, format="json"),
-          404, "not_found")
-    error(api.post(url(f"queues/{q}/redrive/"), {"limit": 0}, format="json"),
-          400, "invalid_argument")
+    error(
+        api.post(url(f"queues/{q}/redrive/"), {"to_queue": "nope"}, format="json"), 404, "not_found"
+    )
+    error(
+        api.post(url(f"queues/{q}/redrive/"), {"limit": 0}, format="json"), 400, "invalid_argument"
+    )
 
 
 def test_purge(api: Any, q: str) -> None:
@@ -65,8 +67,11 @@ def test_purge(api: Any, q: str) -> None:
     assert api.post(url(f"queues/{q}/purge/"), {"state": "active"}, format="json").json() == {
         "count": 1
     }
-    error(api.post(url(f"queues/{q}/purge/"), {"state": "locked"}, format="json"),
-          400, "invalid_argument")
+    error(
+        api.post(url(f"queues/{q}/purge/"), {"state": "locked"}, format="json"),
+        400,
+        "invalid_argument",
+    )
 
 
 def test_stats(api: Any, q: str) -> None:

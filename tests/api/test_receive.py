@@ -16,8 +16,19 @@ from django_mqlite.api import longpoll
 from .conftest import error, url
 
 FIELDS = {
-    "seq", "lock_token", "locked_until", "delivery_count", "content_type", "message_id",
-    "group_id", "subject", "properties", "correlation_id", "reply_to", "priority", "enqueued_at",
+    "seq",
+    "lock_token",
+    "locked_until",
+    "delivery_count",
+    "content_type",
+    "message_id",
+    "group_id",
+    "subject",
+    "properties",
+    "correlation_id",
+    "reply_to",
+    "priority",
+    "enqueued_at",
 }
 
 

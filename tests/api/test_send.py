@@ -92,11 +92,15 @@ def test_unknown_queue(api: Any, db: Any) -> None:
 
 def test_body_too_large_writes_nothing(api: Any, q: str) -> None:
     with override_settings(MQLITE={"MAX_BODY_BYTES": 10}):
-        error(api.post(url(f"queues/{q}/messages/"), {"body": "x" * 11}, format="json"),
-              413, "message_too_large")
+        error(
+            api.post(url(f"queues/{q}/messages/"), {"body": "x" * 11}, format="json"),
+            413,
+            "message_too_large",
+        )
         batch = {"messages": [{"body": 1}, {"body": "y" * 11}]}
-        error(api.post(url(f"queues/{q}/messages/"), batch, format="json"),
-              413, "message_too_large")
+        error(
+            api.post(url(f"queues/{q}/messages/"), batch, format="json"), 413, "message_too_large"
+        )
     assert peek(q) == []
 
 
@@ -112,8 +116,11 @@ def test_batch_limit(api: Any, q: str) -> None:
     with override_settings(MQLITE={"API_MAX_BATCH": 2}):
         batch = {"messages": [{"body": i} for i in range(3)]}
         error(api.post(url(f"queues/{q}/messages/"), batch, format="json"), 400, "invalid_argument")
-    error(api.post(url(f"queues/{q}/messages/"), {"messages": []}, format="json"),
-          400, "invalid_argument")
+    error(
+        api.post(url(f"queues/{q}/messages/"), {"messages": []}, format="json"),
+        400,
+        "invalid_argument",
+    )
     assert peek(q) == []
 
 

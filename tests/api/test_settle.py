@@ -129,5 +129,19 @@ def test_batch_errors(api: Any, q: str) -> None:
     error(api.post(path, {"items": [[1, "a"]]}, format="json"), 400, "invalid_argument")
     many = [{"seq": i + 1, "lock_token": "t"} for i in range(257)]
     error(api.post(path, {"items": many}, format="json"), 400, "invalid_argument")
-    error(api.post(url(f"queues/{q}/receive-deferred/"), {"seqs": list(range(1, 300))},
-                   format="json"), 400, "invalid_argument")
+    error(
+        api.post(
+            url(f"queues/{q}/receive-deferred/"), {"seqs": list(range(1, 300))}, format="json"
+        ),
+        400,
+        "invalid_argument",
+    )
+
+
+def test_empty_batches_still_need_the_queue(api: Any, db: Any) -> None:
+    for path, body in (
+        ("complete/", {"items": []}),
+        ("renew/", {"items": []}),
+        ("receive-deferred/", {"seqs": []}),
+    ):
+        error(api.post(url(f"queues/nope/{path}"), body, format="json"), 404, "not_found")

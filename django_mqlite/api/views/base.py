@@ -3,14 +3,14 @@ defaults), the bounded JSON parser, JSON out, and the API's own exception handle
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import OpenApiResponse
+from rest_framework.exceptions import NotAcceptable
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.parsers import BaseParser
-from rest_framework.exceptions import NotAcceptable
 from rest_framework.permissions import BasePermission
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.serializers import Serializer
@@ -48,7 +48,7 @@ class Negotiation(DefaultContentNegotiation):
     """Content negotiation by ``Accept`` only: no ``?format=`` override."""
 
     def select_renderer(
-        self, request: Any, renderers: list[BaseRenderer], format_suffix: str | None = None
+        self, request: Any, renderers: Iterable[BaseRenderer], format_suffix: str | None = None
     ) -> tuple[BaseRenderer, str]:
         accepts = self.get_accept_list(request)
         for media_type_set in order_by_precedence(accepts):
@@ -58,7 +58,7 @@ class Negotiation(DefaultContentNegotiation):
                         return renderer, (
                             renderer.media_type if media_type == "*/*" else media_type
                         )
-        raise NotAcceptable(available_renderers=renderers)
+        raise NotAcceptable(available_renderers=list(renderers))
 
 
 class Schema(AutoSchema):
@@ -84,6 +84,15 @@ class MQView(APIView):
 
     def get_permissions(self) -> list[BasePermission]:
         return [cls() for cls in permission_classes()]
+
+    def get_authenticate_header(self, request: Any) -> str:
+        # The first scheme that has a challenge (DRF asks only the first, and session
+        # auth has none), so anonymous requests get 401, not 403, when any scheme can.
+        for authenticator in self.get_authenticators():
+            header = authenticator.authenticate_header(request)
+            if header:
+                return str(header)
+        return ""
 
     def get_exception_handler(self) -> Callable[..., Any]:
         return exception_handler

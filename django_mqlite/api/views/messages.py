@@ -32,6 +32,12 @@ def out_message(attrs: dict[str, Any]) -> mq.OutMessage:
     return mq.OutMessage(bodies.from_wire(attrs), **options)
 
 
+def no_items(queue: str) -> list[Any]:
+    """An empty batch still names a queue that must exist (404 otherwise)."""
+    mq.get_queue(queue)
+    return []
+
+
 def messages_response(items: list[dict[str, Any]], serializer: Any) -> Response:
     return Response({"messages": serializer(items, many=True).data})
 
@@ -107,7 +113,8 @@ class ReceiveDeferredView(MQView):
     )
     def post(self, request: Request, name: str) -> Response:
         options = self.body(s.ReceiveDeferredSerializer)
-        got = mq.receive_deferred(name, options.pop("seqs"), **options)
+        seqs = options.pop("seqs")
+        got = mq.receive_deferred(name, seqs, **options) if seqs else no_items(name)
         return messages_response([bodies.received(m) for m in got], s.ReceivedSerializer)
 
 
@@ -167,7 +174,8 @@ class CompleteBatchView(MQView):
     )
     def post(self, request: Request, name: str) -> Response:
         items = self.body(s.CompleteBatchSerializer)["items"]
-        results = mq.complete_batch(name, [(i["seq"], i["lock_token"]) for i in items])
+        pairs = [(i["seq"], i["lock_token"]) for i in items]
+        results = mq.complete_batch(name, pairs) if pairs else no_items(name)
         return Response({"results": results})
 
 
@@ -182,5 +190,5 @@ class RenewBatchView(MQView):
     def post(self, request: Request, name: str) -> Response:
         options = self.body(s.RenewBatchSerializer)
         items = [(i["seq"], i["lock_token"]) for i in options.pop("items")]
-        return Response({"results": mq.renew_batch(name, items, **options)})
-
+        results = mq.renew_batch(name, items, **options) if items else no_items(name)
+        return Response({"results": results})

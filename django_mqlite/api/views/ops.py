@@ -129,7 +129,7 @@ def build_schema(request: Request | None = None) -> dict[str, Any]:
     return schema
 
 
-_PATH_PARAMETERS = {
+_PATH_PARAMETERS: dict[str, dict[str, Any]] = {
     "name": {"type": "string", "pattern": r"^[A-Za-z0-9._-]{1,80}$"},
     "seq": {"type": "integer", "minimum": 1, "maximum": 2**63 - 1},
 }
