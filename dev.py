@@ -36,7 +36,7 @@ def run(*cmd: str | Path, env: dict[str, str] | None = None, cwd: Path = ROOT) -
 
 
 def bootstrap() -> None:
-    if sys.version_info < (3, 11):
+    if sys.version_info < (3, 11):  # noqa: UP036 - dev.py may be run by an older python3
         sys.exit("django-mqlite needs Python 3.11 or newer")
     stamp = VENV / ".installed"
     want = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()

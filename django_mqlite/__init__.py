@@ -6,6 +6,7 @@ never imports models, so it is safe in settings, ``AppConfig`` and task modules.
 
 from __future__ import annotations
 
+from .consumers import consumer
 from .engine import clock
 from .engine.claim import receive, receive_deferred
 from .engine.inspect import peek, stats
@@ -60,6 +61,7 @@ __all__ = [
     "clock",
     "complete",
     "complete_batch",
+    "consumer",
     "create_queue",
     "defer",
     "delete_queue",

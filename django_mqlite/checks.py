@@ -46,8 +46,7 @@ def check_database(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]
     if vendor is None:
         return [
             Error(
-                f"django-mqlite does not support the database engine {engine!r} "
-                f"(alias {alias!r}).",
+                f"django-mqlite does not support the database engine {engine!r} (alias {alias!r}).",
                 hint="Use SQLite (embedded) or PostgreSQL (scale-out) for the queue database; "
                 "point MQLITE['DATABASE'] at such an alias.",
                 id="django_mqlite.E001",

@@ -32,6 +32,12 @@ DEFAULTS: dict[str, Any] = {
     "WORKER_STALE_AFTER": 15.0,
     # Seconds between worker heartbeats.
     "HEARTBEAT_INTERVAL": 5.0,
+    # Seconds a stopped or silent worker's row is kept (for the admin) before pruning.
+    "WORKER_RETENTION": 86400.0,
+    # Consumer retries: delay = min(CAP, BASE * 2 ** (attempt - 1)) seconds, half of it
+    # fixed and half random jitter.
+    "RETRY_BACKOFF_BASE": 1.0,
+    "RETRY_BACKOFF_CAP": 300.0,
     # HTTP API: DRF class paths; None means the project's REST_FRAMEWORK defaults.
     "API_AUTHENTICATION_CLASSES": None,
     "API_PERMISSION_CLASSES": None,

@@ -142,6 +142,9 @@ class SettlementReceipt(models.Model):
             models.Index(fields=["expires_at"], name="mqlite_receipt_exp"),
         ]
 
+    def __str__(self) -> str:
+        return f"{self.verb} {self.seq}"
+
 
 class ReceiveAttempt(models.Model):
     queue = models.ForeignKey(Queue, on_delete=models.CASCADE, db_index=False, related_name="+")
@@ -155,6 +158,9 @@ class ReceiveAttempt(models.Model):
             models.UniqueConstraint(fields=["queue", "attempt_id"], name="mqlite_attempt_key")
         ]
         indexes = [models.Index(fields=["expires_at"], name="mqlite_attempt_exp")]
+
+    def __str__(self) -> str:
+        return self.attempt_id
 
 
 class DedupRecord(models.Model):
@@ -171,6 +177,9 @@ class DedupRecord(models.Model):
         ]
         indexes = [models.Index(fields=["expires_at"], name="mqlite_dedup_exp")]
 
+    def __str__(self) -> str:
+        return self.dedup_key
+
 
 class ProcessedKey(models.Model):
     key = models.CharField(max_length=255, unique=True)
@@ -178,6 +187,9 @@ class ProcessedKey(models.Model):
 
     class Meta:
         db_table = "mqlite_processed_key"
+
+    def __str__(self) -> str:
+        return self.key
 
 
 class QueueTotals(models.Model):
@@ -203,6 +215,9 @@ class QueueTotals(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["queue", "shard"], name="mqlite_totals_shard")
         ]
+
+    def __str__(self) -> str:
+        return f"{self.queue_id}/{self.shard}"
 
 
 class Worker(models.Model):

@@ -31,6 +31,18 @@ def q(make_queue: Callable[..., mq.Queue]) -> str:
 
 
 @pytest.fixture
+def workers(tmp_path: Any) -> Iterator[Any]:
+    """Start real worker processes on this test's database (see ``tests/procs.py``)."""
+    from .procs import Workers
+
+    w = Workers(tmp_path)
+    try:
+        yield w
+    finally:
+        w.cleanup()
+
+
+@pytest.fixture
 def clock() -> Iterator[mq.clock.FrozenClock]:
     with mq.clock.frozen() as c:
         yield c

@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 
 BASE_DIR = Path(__file__).resolve().parent
-SECRET_KEY = "tests-only-not-secret"  # noqa: S105
+SECRET_KEY = "tests-only-not-secret"
 DEBUG = False
 USE_TZ = True
 TIME_ZONE = "UTC"
@@ -50,6 +50,11 @@ elif DB == "sqlite":
 else:  # pragma: no cover
     raise RuntimeError(f"MQLITE_TEST_DB must be sqlite or postgres, not {DB!r}")
 
+# A child process started by a test (a real ``runworker``) uses the test database the
+# parent pytest process created: the parent passes its actual NAME here.
+if os.environ.get("MQLITE_TEST_DB_NAME"):
+    DATABASES["default"]["NAME"] = os.environ["MQLITE_TEST_DB_NAME"]
+
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
@@ -86,7 +91,7 @@ TEMPLATES = [
     }
 ]
 STATIC_URL = "static/"
-MQLITE = {"QUEUES": {}}
+MQLITE: dict[str, object] = {"QUEUES": {}}
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",

@@ -35,7 +35,7 @@ def _claim_statement(dialect: Dialect, delete: bool) -> str:
     sql = _claim_sql.get(key)
     if sql is None:
         pick = (
-            "SELECT seq FROM mqlite_message"
+            f"SELECT seq FROM mqlite_message {dialect.index_hint('mqlite_msg_claim')}"
             " WHERE queue_id = %s AND state = 'active' AND NOT blocked"
             " AND (expires_at IS NULL OR expires_at > %s)"
             f" ORDER BY priority DESC, seq LIMIT %s {dialect.lock_suffix()}"
@@ -65,7 +65,8 @@ def _promote_statement(dialect: Dialect) -> str:
     if sql is None:
         sql = (
             "UPDATE mqlite_message SET state = 'active' WHERE seq IN ("
-            " SELECT seq FROM mqlite_message WHERE state = 'scheduled' AND visible_at <= %s"
+            f" SELECT seq FROM mqlite_message {dialect.index_hint('mqlite_msg_due')}"
+            " WHERE state = 'scheduled' AND visible_at <= %s"
             f" AND queue_id = %s ORDER BY visible_at LIMIT %s {dialect.lock_suffix()})"
         )
         _promote_sql[dialect.vendor] = sql
@@ -79,8 +80,22 @@ def promote_due(cursor: CursorWrapper, dialect: Dialect, queue_id: int, now: int
 
 
 def to_received(q: QueueRow, row: Sequence[Any], dialect: Dialect, alias: str) -> Received:
-    (seq, body, message_id, group_id, subject, props, corr, reply_to, ctype, priority,
-     delivery_count, enqueued_at, token, locked_until) = row[:14]
+    (
+        seq,
+        body,
+        message_id,
+        group_id,
+        subject,
+        props,
+        corr,
+        reply_to,
+        ctype,
+        priority,
+        delivery_count,
+        enqueued_at,
+        token,
+        locked_until,
+    ) = row[:14]
     return Received(
         queue=q.name,
         seq=seq,
@@ -119,13 +134,15 @@ def receive(
     """
     core.check_int(max_messages, "max_messages", 1, core.MAX_RECEIVE)
     wait_ms = min(core.duration_ms(wait, "wait"), int(core.MAX_WAIT_S * 1000))
-    lock_ms = None if lock_duration is None else core.duration_ms(
-        lock_duration, "lock_duration", allow_zero=False
+    lock_ms = (
+        None
+        if lock_duration is None
+        else core.duration_ms(lock_duration, "lock_duration", allow_zero=False)
     )
     try:
         mode_ = Mode(mode)
     except ValueError:
-        raise InvalidArgumentError(f"mode must be 'peek_lock' or 'receive_and_delete'") from None
+        raise InvalidArgumentError("mode must be 'peek_lock' or 'receive_and_delete'") from None
     attempt = core.check_str(attempt_id, "attempt_id")
     alias = core.alias_of(using)
     deadline = time.monotonic() + wait_ms / 1000
@@ -237,8 +254,10 @@ def receive_deferred(
     if not isinstance(seqs, list | tuple) or len(seqs) > core.MAX_RECEIVE:
         raise InvalidArgumentError(f"seqs must be a list of at most {core.MAX_RECEIVE} seqs")
     wanted = sorted({core.check_seq(s) for s in seqs})
-    lock_ms = None if lock_duration is None else core.duration_ms(
-        lock_duration, "lock_duration", allow_zero=False
+    lock_ms = (
+        None
+        if lock_duration is None
+        else core.duration_ms(lock_duration, "lock_duration", allow_zero=False)
     )
     if not wanted:
         return []
@@ -252,7 +271,8 @@ def receive_deferred(
             "UPDATE mqlite_message SET state = 'locked', "
             f"lock_token = {dialect.new_token_sql()}, locked_until = %s, "
             "delivery_count = delivery_count + 1 "
-            f"WHERE queue_id = %s AND state = 'deferred' AND seq IN ({core.placeholders(len(wanted))}) "
+            "WHERE queue_id = %s AND state = 'deferred' "
+            f"AND seq IN ({core.placeholders(len(wanted))}) "
             "AND (expires_at IS NULL OR expires_at > %s) "
             f"RETURNING {core.MESSAGE_COLUMNS}",
             [until, q.id, *wanted, now],

@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["FrozenClock", "frozen", "from_ms", "now", "now_ms", "to_ms"]
+__all__ = ["FrozenClock", "from_ms", "frozen", "now", "now_ms", "to_ms"]
 
 
 class FrozenClock:

@@ -164,9 +164,7 @@ def check_token(value: object) -> str:
 _totals_sql: dict[tuple[str, tuple[str, ...]], str] = {}
 
 
-def bump_totals(
-    cursor: CursorWrapper, dialect: Dialect, queue_id: int, **counts: int
-) -> None:
+def bump_totals(cursor: CursorWrapper, dialect: Dialect, queue_id: int, **counts: int) -> None:
     """Add to a queue's lifetime counters in the current transaction."""
     counts = {k: v for k, v in counts.items() if v}
     if not counts:
@@ -201,9 +199,7 @@ def order_key_for(queue: QueueRow, group_id: str | None) -> str | None:
     return group_id
 
 
-def lock_lines(
-    cursor: CursorWrapper, dialect: Dialect, queue_id: int, keys: Iterable[str]
-) -> None:
+def lock_lines(cursor: CursorWrapper, dialect: Dialect, queue_id: int, keys: Iterable[str]) -> None:
     """Serialize writers of the same lines (sorted, so two writers never deadlock).
 
     On databases with concurrent writers, "is there an earlier live message?" (asked by
@@ -219,17 +215,20 @@ def lock_lines(
 
 
 # Unblock a line's earliest live message, unless the line already has an unblocked one.
-# Idempotent: safe to run for any line after any change to it.
-RELEASE_SQL = (
-    "UPDATE mqlite_message SET blocked = false WHERE seq = ("
-    " SELECT seq FROM mqlite_message"
-    f" WHERE queue_id = %s AND order_key = %s AND state IN {LIVE_SQL} AND blocked"
-    " ORDER BY seq LIMIT 1"
-    ") AND NOT EXISTS ("
-    " SELECT 1 FROM mqlite_message"
-    f" WHERE queue_id = %s AND order_key = %s AND state IN {LIVE_SQL} AND NOT blocked"
-    ")"
-)
+# Idempotent: safe to run for any line after any change to it. ``blocked = true`` (not a
+# bare ``blocked``) so both lookups are equality seeks on mqlite_msg_line.
+def release_sql(dialect: Dialect) -> str:
+    line = f"FROM mqlite_message {dialect.index_hint('mqlite_msg_line')}"
+    return (
+        "UPDATE mqlite_message SET blocked = false WHERE seq = ("
+        f" SELECT seq {line}"
+        f" WHERE queue_id = %s AND order_key = %s AND state IN {LIVE_SQL} AND blocked = true"
+        " ORDER BY seq LIMIT 1"
+        ") AND NOT EXISTS ("
+        f" SELECT 1 {line}"
+        f" WHERE queue_id = %s AND order_key = %s AND state IN {LIVE_SQL} AND blocked = false"
+        ")"
+    )
 
 
 def release_lines(
@@ -242,7 +241,7 @@ def release_lines(
         return
     lock_lines(cursor, dialect, queue_id, todo)
     for key in todo:
-        cursor.execute(RELEASE_SQL, [queue_id, key, queue_id, key])
+        cursor.execute(release_sql(dialect), [queue_id, key, queue_id, key])
 
 
 def release_by_queue(

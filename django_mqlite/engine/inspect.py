@@ -47,9 +47,28 @@ def peek(
     )
     out = []
     for r in cursor.fetchall():
-        (seq, body, message_id, group_id, subject, props, corr, reply_to, ctype, priority,
-         delivery_count, enqueued_at, _token, locked_until, st, visible_at, expires_at,
-         reason, description, last_error) = r
+        (
+            seq,
+            body,
+            message_id,
+            group_id,
+            subject,
+            props,
+            corr,
+            reply_to,
+            ctype,
+            priority,
+            delivery_count,
+            enqueued_at,
+            _token,
+            locked_until,
+            st,
+            visible_at,
+            expires_at,
+            reason,
+            description,
+            last_error,
+        ) = r
         out.append(
             Peeked(
                 queue=q.name,

@@ -40,11 +40,13 @@ def _repeat(alias: str, step: Callable[[CursorWrapper, Dialect, int], int]) -> i
     return total
 
 
-def reclaim_sql(dialect: Dialect, pick_where: str) -> str:
+def reclaim_sql(dialect: Dialect, pick_where: str, index: str) -> str:
     """Return expired/orphaned locks to active, or dead-letter them when that was the
     message's last allowed delivery: the same rule for lease expiry and dead workers, so
     a crash never buys an extra delivery."""
-    max_sql = "(SELECT q.max_delivery_count FROM mqlite_queue q WHERE q.id = mqlite_message.queue_id)"
+    max_sql = (
+        "(SELECT q.max_delivery_count FROM mqlite_queue q WHERE q.id = mqlite_message.queue_id)"
+    )
     return (
         f"UPDATE mqlite_message SET "
         f"state = CASE WHEN delivery_count >= {max_sql} THEN 'dead_lettered' ELSE 'active' END, "
@@ -53,7 +55,8 @@ def reclaim_sql(dialect: Dialect, pick_where: str) -> str:
         f"THEN '{DEAD_LETTER_EXHAUSTED}' ELSE dead_letter_reason END, "
         f"dead_lettered_at = CASE WHEN delivery_count >= {max_sql} THEN %s "
         "ELSE dead_lettered_at END "
-        f"WHERE seq IN (SELECT seq FROM mqlite_message WHERE {pick_where} "
+        f"WHERE seq IN (SELECT seq FROM mqlite_message {dialect.index_hint(index)} "
+        f"WHERE {pick_where} "
         f"LIMIT %s {dialect.lock_suffix()}) "
         "RETURNING queue_id, state, order_key"
     )
@@ -63,21 +66,28 @@ def apply_reclaimed(cursor: CursorWrapper, dialect: Dialect, rows: list[Any]) ->
     per_queue: dict[int, Counter[str]] = {}
     for queue_id, state, _key in rows:
         per_queue.setdefault(queue_id, Counter())[state] += 1
-    core.release_by_queue(
-        cursor, dialect, [(q, k) for q, s, k in rows if s == "dead_lettered"]
-    )
+    core.release_by_queue(cursor, dialect, [(q, k) for q, s, k in rows if s == "dead_lettered"])
     for queue_id, c in per_queue.items():
         buried = c["dead_lettered"]
         core.bump_totals(
-            cursor, dialect, queue_id, reclaimed=buried + c["active"], retried=c["active"],
-            exhausted=buried, dead_lettered=buried,
+            cursor,
+            dialect,
+            queue_id,
+            reclaimed=buried + c["active"],
+            retried=c["active"],
+            exhausted=buried,
+            dead_lettered=buried,
         )
 
 
 def expire_locks(alias: str) -> int:
     def step(cursor: CursorWrapper, dialect: Dialect, now: int) -> int:
         cursor.execute(
-            reclaim_sql(dialect, "state = 'locked' AND locked_until <= %s ORDER BY locked_until"),
+            reclaim_sql(
+                dialect,
+                "state = 'locked' AND locked_until <= %s ORDER BY locked_until",
+                "mqlite_msg_lease",
+            ),
             [now, now, now, _chunk()],
         )
         rows = cursor.fetchall()
@@ -87,11 +97,53 @@ def expire_locks(alias: str) -> int:
     return _repeat(alias, step)
 
 
+# Locks held by a worker that stopped heartbeating (or said it stopped). Parameter: the
+# oldest last_seen that still counts as alive.
+_STALE_OWNER = (
+    "state = 'locked' AND locked_by IN (SELECT w.id FROM mqlite_worker w "
+    "WHERE w.stopped_at IS NOT NULL OR w.last_seen <= %s)"
+)
+
+
+def reclaim_stale_workers(alias: str) -> int:
+    """Reclaim the locks of workers whose heartbeat is older than ``WORKER_STALE_AFTER``
+    under the lease-expiry rule, without waiting out their leases."""
+    stale_ms = int(float(mqlite_settings.WORKER_STALE_AFTER) * 1000)
+
+    def step(cursor: CursorWrapper, dialect: Dialect, now: int) -> int:
+        cursor.execute(
+            reclaim_sql(dialect, _STALE_OWNER, "mqlite_msg_owner"),
+            [now, now, now - stale_ms, _chunk()],
+        )
+        rows = cursor.fetchall()
+        apply_reclaimed(cursor, dialect, rows)
+        return len(rows)
+
+    return _repeat(alias, step)
+
+
+def prune_workers(alias: str) -> int:
+    """Forget worker rows that stopped, or went silent, more than ``WORKER_RETENTION``
+    seconds ago (their locks were reclaimed long before)."""
+    keep_ms = int(float(mqlite_settings.WORKER_RETENTION) * 1000)
+
+    def step(cursor: CursorWrapper, dialect: Dialect, now: int) -> int:
+        cursor.execute(
+            "DELETE FROM mqlite_worker WHERE id IN (SELECT id FROM mqlite_worker "
+            "WHERE last_seen <= %s LIMIT %s)",
+            [now - keep_ms, _chunk()],
+        )
+        return cursor.rowcount
+
+    return _repeat(alias, step)
+
+
 def promote_scheduled(alias: str) -> int:
     def step(cursor: CursorWrapper, dialect: Dialect, now: int) -> int:
         cursor.execute(
             "UPDATE mqlite_message SET state = 'active' WHERE seq IN ("
-            " SELECT seq FROM mqlite_message WHERE state = 'scheduled' AND visible_at <= %s"
+            f" SELECT seq FROM mqlite_message {dialect.index_hint('mqlite_msg_due')}"
+            " WHERE state = 'scheduled' AND visible_at <= %s"
             f" ORDER BY visible_at LIMIT %s {dialect.lock_suffix()})",
             [now, _chunk()],
         )
@@ -100,12 +152,13 @@ def promote_scheduled(alias: str) -> int:
     return _repeat(alias, step)
 
 
-_TTL_PICK = (
-    "SELECT seq FROM mqlite_message WHERE expires_at IS NOT NULL AND state IN "
-    f"{core.LIVE_SQL} AND expires_at <= %s AND queue_id IN ("
-    " SELECT id FROM mqlite_queue WHERE dead_letter_on_expire = %s)"
-    " ORDER BY expires_at LIMIT %s"
-)
+def _ttl_pick(dialect: Dialect) -> str:
+    return (
+        f"SELECT seq FROM mqlite_message {dialect.index_hint('mqlite_msg_ttl')} "
+        f"WHERE expires_at IS NOT NULL AND state IN {core.LIVE_SQL} AND expires_at <= %s "
+        "AND queue_id IN (SELECT id FROM mqlite_queue WHERE dead_letter_on_expire = %s) "
+        f"ORDER BY expires_at LIMIT %s {dialect.lock_suffix()}"
+    )
 
 
 def expire_ttl(alias: str) -> int:
@@ -117,7 +170,7 @@ def expire_ttl(alias: str) -> int:
             "UPDATE mqlite_message SET state = 'dead_lettered', lock_token = NULL, "
             "locked_until = NULL, locked_by = NULL, dead_letter_reason = %s, "
             "dead_letter_description = 'time to live ran out', dead_lettered_at = %s "
-            f"WHERE seq IN ({_TTL_PICK} {dialect.lock_suffix()}) RETURNING queue_id, order_key",
+            f"WHERE seq IN ({_ttl_pick(dialect)}) RETURNING queue_id, order_key",
             [TTL_EXPIRED, now, now, True, _chunk()],
         )
         rows = cursor.fetchall()
@@ -126,7 +179,7 @@ def expire_ttl(alias: str) -> int:
 
     def drop(cursor: CursorWrapper, dialect: Dialect, now: int) -> int:
         cursor.execute(
-            f"DELETE FROM mqlite_message WHERE seq IN ({_TTL_PICK} {dialect.lock_suffix()}) "
+            f"DELETE FROM mqlite_message WHERE seq IN ({_ttl_pick(dialect)}) "
             "RETURNING queue_id, order_key",
             [now, False, _chunk()],
         )
@@ -137,7 +190,9 @@ def expire_ttl(alias: str) -> int:
     return _repeat(alias, bury) + _repeat(alias, drop)
 
 
-def _account(cursor: CursorWrapper, dialect: Dialect, rows: list[Any], *, dead_lettered: bool) -> None:
+def _account(
+    cursor: CursorWrapper, dialect: Dialect, rows: list[Any], *, dead_lettered: bool
+) -> None:
     core.release_by_queue(cursor, dialect, rows)
     for queue_id, n in Counter(q for q, _ in rows).items():
         core.bump_totals(
@@ -178,7 +233,7 @@ def _effective(own: int | None, default: Any, scale: int) -> int | None:
 
 def dlq_retention(alias: str) -> int:
     """Trim each queue's dead letters, oldest first, to its age/count/bytes bounds."""
-    cursor, dialect = core.ctx(alias)
+    cursor, _ = core.ctx(alias)
     cursor.execute(f"SELECT {core.QUEUE_COLUMNS} FROM mqlite_queue")
     queues = [core.QueueRow(*r) for r in cursor.fetchall()]
     removed = 0
@@ -188,30 +243,42 @@ def dlq_retention(alias: str) -> int:
         max_bytes = _effective(q.dlq_max_bytes, mqlite_settings.DLQ_MAX_BYTES, 1)
         picks: list[tuple[str, list[Any]]] = []
         if max_age is not None:
-            picks.append((
-                "SELECT seq FROM mqlite_message WHERE queue_id = %s AND state = 'dead_lettered' "
-                "AND dead_lettered_at <= %s ORDER BY seq LIMIT %s",
-                [q.id, "now-age", _chunk()],
-            ))
+            picks.append(
+                (
+                    "SELECT seq FROM mqlite_message WHERE queue_id = %s "
+                    "AND state = 'dead_lettered' AND dead_lettered_at <= %s ORDER BY seq LIMIT %s",
+                    [q.id, "now-age", _chunk()],
+                )
+            )
         if max_count is not None:
-            picks.append((
-                "SELECT seq FROM (SELECT seq, row_number() OVER (ORDER BY seq DESC) AS n "
-                "FROM mqlite_message WHERE queue_id = %s AND state = 'dead_lettered') t "
-                "WHERE n > %s ORDER BY seq LIMIT %s",
-                [q.id, max_count, _chunk()],
-            ))
+            picks.append(
+                (
+                    "SELECT seq FROM (SELECT seq, row_number() OVER (ORDER BY seq DESC) AS n "
+                    "FROM mqlite_message WHERE queue_id = %s AND state = 'dead_lettered') t "
+                    "WHERE n > %s ORDER BY seq LIMIT %s",
+                    [q.id, max_count, _chunk()],
+                )
+            )
         if max_bytes is not None:
-            picks.append((
-                "SELECT seq FROM (SELECT seq, SUM(length(body)) OVER (ORDER BY seq DESC) AS b "
-                "FROM mqlite_message WHERE queue_id = %s AND state = 'dead_lettered') t "
-                "WHERE b > %s ORDER BY seq LIMIT %s",
-                [q.id, max_bytes, _chunk()],
-            ))
+            picks.append(
+                (
+                    "SELECT seq FROM (SELECT seq, SUM(length(body)) OVER (ORDER BY seq DESC) AS b "
+                    "FROM mqlite_message WHERE queue_id = %s AND state = 'dead_lettered') t "
+                    "WHERE b > %s ORDER BY seq LIMIT %s",
+                    [q.id, max_bytes, _chunk()],
+                )
+            )
         for sql, params in picks:
 
-            def step(cursor: CursorWrapper, dialect: Dialect, now: int,
-                     sql: str = sql, params: list[Any] = params, q: Any = q,
-                     max_age: int | None = max_age) -> int:
+            def step(
+                cursor: CursorWrapper,
+                dialect: Dialect,
+                now: int,
+                sql: str = sql,
+                params: list[Any] = params,
+                q: Any = q,
+                max_age: int | None = max_age,
+            ) -> int:
                 bound = [now - max_age if p == "now-age" and max_age else p for p in params]
                 cursor.execute(sql, bound)
                 seqs = [r[0] for r in cursor.fetchall()]
@@ -230,6 +297,7 @@ def result_retention(alias: str) -> int:
     def step(cursor: CursorWrapper, dialect: Dialect, now: int) -> int:
         cursor.execute(
             "DELETE FROM mqlite_message WHERE seq IN (SELECT m.seq FROM mqlite_message m "
+            f"{dialect.index_hint('mqlite_msg_results')} "
             "JOIN mqlite_queue q ON q.id = m.queue_id WHERE m.state = 'completed' "
             "AND (q.keep_results_ms IS NULL OR m.completed_at <= %s - q.keep_results_ms) "
             "ORDER BY m.completed_at LIMIT %s)",
@@ -245,6 +313,7 @@ def reap(*, using: str | None = None) -> dict[str, int]:
     alias = core.alias_of(using)
     out = {
         "expired_locks": expire_locks(alias),
+        "stale_worker_locks": reclaim_stale_workers(alias),
         "promoted": promote_scheduled(alias),
         "ttl_expired": expire_ttl(alias),
     }
@@ -252,4 +321,5 @@ def reap(*, using: str | None = None) -> dict[str, int]:
     out.update({f"expired_{k}": v for k, v in records.items()})
     out["dlq_trimmed"] = dlq_retention(alias)
     out["results_pruned"] = result_retention(alias)
+    out["workers_pruned"] = prune_workers(alias)
     return out

@@ -79,7 +79,9 @@ def _columns(options: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "ordering": ordering,
         "lock_duration_ms": core.duration_ms(o["lock_duration"], "lock_duration", allow_zero=False),
-        "max_delivery_count": core.check_int(o["max_delivery_count"], "max_delivery_count", 1, 10_000),
+        "max_delivery_count": core.check_int(
+            o["max_delivery_count"], "max_delivery_count", 1, 10_000
+        ),
         "default_ttl_ms": core.optional_duration_ms(o["default_ttl"], "default_ttl"),
         "dead_letter_on_expire": _bool(o["dead_letter_on_expire"], "dead_letter_on_expire"),
         "dedup_window_ms": core.duration_ms(o["dedup_window"], "dedup_window"),

@@ -100,7 +100,8 @@ def _move(
         "dead_letter_description = NULL, dead_lettered_at = NULL, "
         f"order_key = {'%s' if strict else 'group_id'}, "
         f"blocked = {'true' if strict else '(group_id IS NOT NULL)'} "
-        f"WHERE queue_id = %s AND state = 'dead_lettered' AND seq IN ({core.placeholders(len(seqs))}) "
+        "WHERE queue_id = %s AND state = 'dead_lettered' "
+        f"AND seq IN ({core.placeholders(len(seqs))}) "
         "RETURNING seq, order_key",
         [target.id, now, expires, *([""] if strict else []), source.id, *seqs],
     )

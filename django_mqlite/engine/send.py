@@ -38,11 +38,18 @@ _INSERT_COLUMNS = (
     "group_id, order_key, blocked, subject, properties, correlation_id, reply_to, "
     "content_type, delivery_count"
 )
+
+
 # Whether a line already has a live message, asked for a line's first row in a batch.
-_BLOCKED_SQL = (
-    "EXISTS (SELECT 1 FROM mqlite_message WHERE queue_id = %s AND order_key = %s"
-    f" AND state IN {core.LIVE_SQL})"
-)
+# Written as an ordered LIMIT 1 in mqlite_msg_line's order so that both planners seek
+# that index instead of weighing a scan that stops at the first match (which is O(n)
+# when the line is empty and the queue is not).
+def _blocked_sql(dialect: Dialect) -> str:
+    return (
+        f"(SELECT seq FROM mqlite_message {dialect.index_hint('mqlite_msg_line')}"
+        f" WHERE queue_id = %s AND order_key = %s AND state IN {core.LIVE_SQL}"
+        " ORDER BY queue_id, order_key, blocked, seq LIMIT 1) IS NOT NULL"
+    )
 
 
 @dataclass
@@ -149,7 +156,9 @@ def send_batch(
     return _send(queue, messages, using=using, single=False)
 
 
-def _send(queue: str, messages: Sequence[OutMessage], *, using: str | None, single: bool) -> list[int]:
+def _send(
+    queue: str, messages: Sequence[OutMessage], *, using: str | None, single: bool
+) -> list[int]:
     alias = core.alias_of(using)
     cursor, dialect = core.ctx(alias)
     with transaction.atomic(using=alias):
@@ -158,20 +167,35 @@ def _send(queue: str, messages: Sequence[OutMessage], *, using: str | None, sing
         rows = [_prepare(q, m, now) for m in messages]
         if not rows:
             return []
-        keyed = [r for r in rows if r.dedup_key is not None]
-        claims = {id(r): _claim_dedup(cursor, q, r, now, single) for r in keyed}
+        claims: dict[int, int] = {}
+        owners: dict[str, _Row] = {}  # dedup keys this batch inserts, by key
+        copies: list[tuple[_Row, _Row]] = []  # (repeat, original) within this batch
+        for r in rows:
+            if r.dedup_key is None:
+                continue
+            owner = owners.get(r.dedup_key)
+            if owner is None:
+                claims[id(r)] = _claim_dedup(cursor, q, r, now, single)
+                if claims[id(r)] == 0:
+                    owners[r.dedup_key] = r
+            elif owner.body_hash == r.body_hash:
+                claims[id(r)] = -2
+                copies.append((r, owner))
+            else:
+                claims[id(r)] = -1
         fresh = [r for r in rows if claims.get(id(r), 0) == 0]
         _mark_lines(cursor, dialect, q, fresh)
         _insert(cursor, dialect, q, fresh, now)
-        for r in keyed:
-            claim = claims[id(r)]
-            if claim == 0:
-                cursor.execute(
-                    "UPDATE mqlite_dedup SET seq = %s WHERE queue_id = %s AND dedup_key = %s",
-                    [r.seq, q.id, r.dedup_key],
-                )
-            else:
-                r.seq = max(claim, 0)
+        for key, r in owners.items():
+            cursor.execute(
+                "UPDATE mqlite_dedup SET seq = %s WHERE queue_id = %s AND dedup_key = %s",
+                [r.seq, q.id, key],
+            )
+        for r in rows:
+            if claims.get(id(r), 0) not in (0, -2):
+                r.seq = max(claims[id(r)], 0)
+        for repeat, original in copies:
+            repeat.seq = original.seq
         if fresh:
             core.bump_totals(cursor, dialect, q.id, enqueued=len(fresh))
             notify = dialect.notify_sql()
@@ -228,7 +252,7 @@ def _insert(
             if r.order_key is None:
                 blocked_sql = "false"
             elif r.first_in_line:
-                blocked_sql = _BLOCKED_SQL
+                blocked_sql = _blocked_sql(dialect)
                 params_blocked = [q.id, r.order_key]
             else:
                 blocked_sql = "true"
@@ -237,9 +261,19 @@ def _insert(
                 f"(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, {blocked_sql}, %s, "
                 f"{dialect.json_param()}, %s, %s, %s, 0)"
             )
-            params += [q.id, state, r.priority, r.visible_at, r.expires_at, now, r.body,
-                       r.message_id, r.group_id, r.order_key]
-            if blocked_sql == _BLOCKED_SQL:
+            params += [
+                q.id,
+                state,
+                r.priority,
+                r.visible_at,
+                r.expires_at,
+                now,
+                r.body,
+                r.message_id,
+                r.group_id,
+                r.order_key,
+            ]
+            if r.order_key is not None and r.first_in_line:
                 params += params_blocked
             params += [r.subject, r.properties, r.correlation_id, r.reply_to, r.content_type]
         cursor.execute(

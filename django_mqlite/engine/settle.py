@@ -52,9 +52,7 @@ def _write_receipts(
     )
 
 
-def _replayed(
-    cursor: CursorWrapper, seq: int, token: str, verb: str, args: str, now: int
-) -> bool:
+def _replayed(cursor: CursorWrapper, seq: int, token: str, verb: str, args: str, now: int) -> bool:
     cursor.execute(
         "SELECT 1 FROM mqlite_receipt WHERE seq = %s AND lock_token = %s AND verb = %s "
         "AND args = %s AND expires_at > %s",
@@ -124,7 +122,10 @@ def _complete_rows(
         f"AND (seq, lock_token) IN (VALUES {pairs})"
     )
     if len(items) == 1:
-        where = "queue_id = %s AND state = 'locked' AND locked_until > %s AND seq = %s AND lock_token = %s"
+        where = (
+            "queue_id = %s AND state = 'locked' AND locked_until > %s "
+            "AND seq = %s AND lock_token = %s"
+        )
     if q.keep_results_ms is not None:
         cursor.execute(
             "UPDATE mqlite_message SET state = 'completed', completed_at = %s, lock_token = NULL, "
@@ -212,13 +213,14 @@ def abandon(
 
     def apply(cursor: CursorWrapper, dialect: Dialect, q: QueueRow, now: int) -> Any:
         visible = now + delay_ms
-        params = [q.max_delivery_count, visible, now, visible, q.max_delivery_count,
-                  q.max_delivery_count, now]
+        mx = q.max_delivery_count
+        params: list[Any] = [mx, visible, now, visible, mx, mx, now]
         err_sql = ", last_error = %s" if error is not None else ""
         if error is not None:
             params.append(error[:MAX_ERROR])
         cursor.execute(
-            f"UPDATE mqlite_message SET {RETRY_OR_BURY}{err_sql} WHERE {FENCE} RETURNING state, order_key",
+            f"UPDATE mqlite_message SET {RETRY_OR_BURY}{err_sql} "
+            f"WHERE {FENCE} RETURNING state, order_key",
             [*params, seq, q.id, lock_token, now],
         )
         row = cursor.fetchone()
@@ -256,8 +258,16 @@ def reject(
             "locked_until = NULL, locked_by = NULL, dead_letter_reason = %s, "
             "dead_letter_description = %s, dead_lettered_at = %s, "
             f"last_error = COALESCE(%s, last_error) WHERE {FENCE} RETURNING order_key",
-            [reason, description, now, None if error is None else error[:MAX_ERROR],
-             seq, q.id, lock_token, now],
+            [
+                reason,
+                description,
+                now,
+                None if error is None else error[:MAX_ERROR],
+                seq,
+                q.id,
+                lock_token,
+                now,
+            ],
         )
         row = cursor.fetchone()
         if row is None:
@@ -284,6 +294,10 @@ def defer(queue: str, seq: int, lock_token: str, *, using: str | None = None) ->
     _settle(queue, seq, lock_token, "defer", "", using, apply)
 
 
+def _extend(dialect: Dialect) -> str:
+    return dialect.greatest_sql("locked_until", "%s")
+
+
 def renew(
     queue: str,
     seq: int,
@@ -296,8 +310,10 @@ def renew(
     expired one). Returns the new ``locked_until``."""
     core.check_seq(seq)
     core.check_token(lock_token)
-    lock_ms = None if lock_duration is None else core.duration_ms(
-        lock_duration, "lock_duration", allow_zero=False
+    lock_ms = (
+        None
+        if lock_duration is None
+        else core.duration_ms(lock_duration, "lock_duration", allow_zero=False)
     )
     alias = core.alias_of(using)
     cursor, dialect = core.ctx(alias)
@@ -306,7 +322,7 @@ def renew(
         now = now_ms()
         until = now + (lock_ms if lock_ms is not None else q.lock_duration_ms)
         cursor.execute(
-            f"UPDATE mqlite_message SET locked_until = {dialect.greatest_sql('locked_until', '%s')} "
+            f"UPDATE mqlite_message SET locked_until = {_extend(dialect)} "
             f"WHERE {FENCE} RETURNING locked_until",
             [until, seq, q.id, lock_token, now],
         )
@@ -327,8 +343,10 @@ def renew_batch(
 ) -> list[bool]:
     """Renew many live leases (at most 512); a stale item is False."""
     items = _check_items(items, MAX_RENEW_BATCH)
-    lock_ms = None if lock_duration is None else core.duration_ms(
-        lock_duration, "lock_duration", allow_zero=False
+    lock_ms = (
+        None
+        if lock_duration is None
+        else core.duration_ms(lock_duration, "lock_duration", allow_zero=False)
     )
     if not items:
         return []
@@ -340,10 +358,41 @@ def renew_batch(
         until = now + (lock_ms if lock_ms is not None else q.lock_duration_ms)
         pairs = ", ".join(["(%s, %s)"] * len(items))
         cursor.execute(
-            f"UPDATE mqlite_message SET locked_until = {dialect.greatest_sql('locked_until', '%s')} "
+            f"UPDATE mqlite_message SET locked_until = {_extend(dialect)} "
             "WHERE queue_id = %s AND state = 'locked' AND locked_until > %s "
             f"AND (seq, lock_token) IN (VALUES {pairs}) RETURNING seq",
             [until, q.id, now, *(v for item in items for v in item)],
+        )
+        done = {r[0] for r in cursor.fetchall()}
+        return [seq in done for seq, _ in items]
+
+
+def release(
+    queue: str, items: Sequence[tuple[int, str]], *, using: str | None = None
+) -> list[bool]:
+    """Hand claimed-but-unstarted messages back without burning an attempt.
+
+    Each row goes back to ``active`` with its delivery count decremented (the claim that
+    is undone had counted one), fenced on the lock token and a live lease like every
+    settlement. A stale item is False. A worker uses this at shutdown for messages it
+    claimed but never gave to a handler.
+    """
+    items = _check_items(items, MAX_COMPLETE_BATCH)
+    if not items:
+        return []
+    alias = core.alias_of(using)
+    cursor, _ = core.ctx(alias)
+    with transaction.atomic(using=alias):
+        q = core.load_queue(cursor, queue)
+        now = now_ms()
+        pairs = ", ".join(["(%s, %s)"] * len(items))
+        cursor.execute(
+            "UPDATE mqlite_message SET state = 'active', lock_token = NULL, "
+            "locked_until = NULL, locked_by = NULL, visible_at = %s, "
+            "delivery_count = CASE WHEN delivery_count > 0 THEN delivery_count - 1 ELSE 0 END "
+            "WHERE queue_id = %s AND state = 'locked' AND locked_until > %s "
+            f"AND (seq, lock_token) IN (VALUES {pairs}) RETURNING seq",
+            [now, q.id, now, *(v for item in items for v in item)],
         )
         done = {r[0] for r in cursor.fetchall()}
         return [seq in done for seq, _ in items]

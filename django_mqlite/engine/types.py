@@ -102,6 +102,10 @@ class Received(_MessageFields):
     lock_token: str | None = None
     locked_until: dt.datetime | None = None
     using: str | None = field(default=None, repr=False, compare=False)
+    #: The verb that settled this message through its methods ("complete", "abandon",
+    #: "reject", "defer"), or None. A worker leaves a message its handler settled alone;
+    #: code settling through the module-level functions sets this itself.
+    settled: str | None = field(default=None, repr=False, compare=False)
 
     def _token(self) -> str:
         if self.lock_token is None:
@@ -114,21 +118,25 @@ class Received(_MessageFields):
         from . import settle
 
         settle.complete(self.queue, self.seq, self._token(), using=self.using)
+        self.settled = "complete"
 
     def abandon(self, delay: float | dt.timedelta | None = None) -> None:
         from . import settle
 
         settle.abandon(self.queue, self.seq, self._token(), delay=delay, using=self.using)
+        self.settled = "abandon"
 
     def reject(self, reason: str, description: str = "") -> None:
         from . import settle
 
         settle.reject(self.queue, self.seq, self._token(), reason, description, using=self.using)
+        self.settled = "reject"
 
     def defer(self) -> None:
         from . import settle
 
         settle.defer(self.queue, self.seq, self._token(), using=self.using)
+        self.settled = "defer"
 
     def renew(self, lock_duration: float | dt.timedelta | None = None) -> dt.datetime:
         from . import settle

@@ -27,3 +27,17 @@ def wait(queue: str, timeout: float, since: int | None = None) -> bool:
     with _cond:
         start = _generation.get(queue, 0) if since is None else since
         return _cond.wait_for(lambda: _generation.get(queue, 0) != start, timeout)
+
+
+def generations(keys: list[str]) -> dict[str, int]:
+    with _cond:
+        return {k: _generation.get(k, 0) for k in keys}
+
+
+def wait_any(since: dict[str, int], timeout: float) -> bool:
+    """Sleep up to ``timeout`` seconds or until any key of ``since`` (from
+    ``generations()``) is signalled. Keys are queue names or any private string."""
+    with _cond:
+        return _cond.wait_for(
+            lambda: any(_generation.get(k, 0) != g for k, g in since.items()), timeout
+        )

@@ -27,6 +27,11 @@ class Dialect:
     def greatest_sql(self, a: str, b: str) -> str:
         raise NotImplementedError
 
+    def index_hint(self, index: str) -> str:
+        """Placed after ``FROM mqlite_message``: pins a statement to its partial index
+        where the database has a way to say so."""
+        return ""
+
     def lock_suffix(self) -> str:
         """Appended to a claim's inner SELECT."""
         return ""

@@ -11,5 +11,10 @@ class SQLiteDialect(Dialect):
     def new_token_sql(self) -> str:
         return "lower(hex(randomblob(16)))"
 
+    def index_hint(self, index: str) -> str:
+        # SQLite weighs partial indexes by statistics and can pick a worse plan after
+        # ANALYZE; INDEXED BY makes the plan fixed (and fails loudly if it cannot be).
+        return f"INDEXED BY {index}"
+
     def greatest_sql(self, a: str, b: str) -> str:
         return f"max({a}, {b})"

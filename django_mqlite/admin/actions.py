@@ -1,0 +1,240 @@
+"""Admin actions on dead letters and queues, shaped like Django's ``delete_selected``.
+
+Each is a module-level function with ``@admin.action(permissions=..., description=...)``;
+the admin only offers (and only runs) it for users whose ``has_<permission>_permission``
+says yes. Destructive ones show a confirmation page first; the change itself always goes
+through the engine's verbs (``mq.redrive``, ``mq.purge``), never ``queryset.update()``
+or ``.delete()``, so counters, ordered lines and totals stay right.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin import helpers
+from django.core.exceptions import PermissionDenied
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.template.response import TemplateResponse
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext
+
+from .. import list_queues, purge, redrive  # the public API's verbs
+from ..models import Message, Queue
+from .pagination import capped_count
+
+#: Seqs handed to one engine call; the engine itself works in REAP_CHUNK transactions.
+BATCH = 1000
+#: How many of the targeted messages/queues a confirmation page lists by name.
+SAMPLE = 20
+
+REDRIVE_PERMISSION = "django_mqlite.redrive_message"
+PURGE_PERMISSION = "django_mqlite.purge_message"
+
+
+def _require(request: HttpRequest, perm: str) -> None:
+    # The admin already hides actions the user lacks permission for; this makes the
+    # function safe to call from anywhere else too.
+    if not request.user.has_perm(perm):
+        raise PermissionDenied
+
+
+def _batches(queryset: QuerySet[Message]) -> Iterator[tuple[str, list[int]]]:
+    """(queue name, seqs) batches of the selected messages, by keyset pagination so the
+    engine may change the rows between batches."""
+    last = 0
+    while True:
+        rows = list(
+            queryset.filter(seq__gt=last).order_by("seq").values_list("seq", "queue__name")[:BATCH]
+        )
+        if not rows:
+            return
+        last = rows[-1][0]
+        by_queue: dict[str, list[int]] = {}
+        for seq, name in rows:
+            by_queue.setdefault(name, []).append(seq)
+        yield from by_queue.items()
+
+
+def _confirm(
+    modeladmin: admin.ModelAdmin[Any],
+    request: HttpRequest,
+    queryset: QuerySet[Any],
+    *,
+    action_name: str,
+    title: str,
+    question: str,
+    submit_label: str,
+    form: forms.Form | None = None,
+) -> TemplateResponse:
+    """The intermediate page: what is about to happen, to what, and a button."""
+    total = capped_count(queryset)
+    sample = [str(line) for line in _sample_lines(queryset)]
+    context = {
+        **modeladmin.admin_site.each_context(request),
+        "title": title,
+        "subtitle": None,
+        "question": question,
+        "sample": sample,
+        "more": max(0, total - len(sample)),
+        "form": form,
+        "opts": modeladmin.model._meta,
+        "action_name": action_name,
+        "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+        "selected": request.POST.getlist(helpers.ACTION_CHECKBOX_NAME),
+        "select_across": request.POST.get("select_across") == "1",
+        "submit_label": submit_label,
+        "media": modeladmin.media,
+    }
+    request.current_app = modeladmin.admin_site.name
+    return TemplateResponse(request, "admin/django_mqlite/action_confirmation.html", context)
+
+
+def _sample_lines(queryset: QuerySet[Any]) -> list[str]:
+    if queryset.model is Queue:
+        return [q.name for q in queryset.order_by("name")[:SAMPLE]]
+    rows = queryset.order_by("seq").values_list("seq", "queue__name", "dead_letter_reason")
+    return [
+        _("#%(seq)s in %(queue)s (%(reason)s)") % {"seq": s, "queue": q, "reason": r or "—"}
+        for s, q, r in rows[:SAMPLE]
+    ]
+
+
+def _report(
+    modeladmin: admin.ModelAdmin[Any], request: HttpRequest, done: int, asked: int, verb: str
+) -> None:
+    if verb == "redriven":
+        text = ngettext("Redrove %(count)d dead letter.", "Redrove %(count)d dead letters.", done)
+    else:
+        text = ngettext("Purged %(count)d dead letter.", "Purged %(count)d dead letters.", done)
+    modeladmin.message_user(request, text % {"count": done}, messages.SUCCESS)
+    if asked > done:
+        skipped = asked - done
+        modeladmin.message_user(
+            request,
+            ngettext(
+                "%(count)d selected message was no longer a dead letter and was left alone.",
+                "%(count)d selected messages were no longer dead letters and were left alone.",
+                skipped,
+            )
+            % {"count": skipped},
+            messages.WARNING,
+        )
+
+
+# -- Dead letters -------------------------------------------------------------------
+
+
+@admin.action(permissions=["redrive"], description=gettext_lazy("Redrive selected dead letters"))
+def redrive_selected(
+    modeladmin: admin.ModelAdmin[Any], request: HttpRequest, queryset: QuerySet[Message]
+) -> None:
+    """Back to active in their own queue, delivery count reset."""
+    _require(request, REDRIVE_PERMISSION)
+    asked = done = 0
+    for queue, seqs in _batches(queryset):
+        asked += len(seqs)
+        done += redrive(queue, seqs=seqs)
+    _report(modeladmin, request, done, asked, "redriven")
+
+
+class RedriveTargetForm(forms.Form):
+    to_queue = forms.ChoiceField(label=gettext_lazy("Target queue"), choices=())
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        field = self.fields["to_queue"]
+        assert isinstance(field, forms.ChoiceField)
+        field.choices = [(q.name, q.name) for q in list_queues()]
+
+
+@admin.action(
+    permissions=["redrive"], description=gettext_lazy("Redrive selected to another queue…")
+)
+def redrive_selected_to_queue(
+    modeladmin: admin.ModelAdmin[Any], request: HttpRequest, queryset: QuerySet[Message]
+) -> TemplateResponse | None:
+    """An intermediate page picks the target queue; then the dead letters move there."""
+    _require(request, REDRIVE_PERMISSION)
+    form = RedriveTargetForm(request.POST if request.POST.get("post") else None)
+    if form.is_bound and form.is_valid():
+        target = form.cleaned_data["to_queue"]
+        asked = done = 0
+        for queue, seqs in _batches(queryset):
+            asked += len(seqs)
+            done += redrive(queue, seqs=seqs, to_queue=target)
+        _report(modeladmin, request, done, asked, "redriven")
+        return None
+    return _confirm(
+        modeladmin,
+        request,
+        queryset,
+        action_name="redrive_selected_to_queue",
+        title=_("Redrive to another queue"),
+        question=_("Move these dead letters to which queue? They become active there."),
+        submit_label=_("Redrive"),
+        form=form,
+    )
+
+
+@admin.action(permissions=["purge"], description=gettext_lazy("Purge selected dead letters…"))
+def purge_selected(
+    modeladmin: admin.ModelAdmin[Any], request: HttpRequest, queryset: QuerySet[Message]
+) -> TemplateResponse | None:
+    """Delete dead letters for good, after a confirmation page."""
+    _require(request, PURGE_PERMISSION)
+    if request.POST.get("post"):
+        asked = done = 0
+        for queue, seqs in _batches(queryset):
+            asked += len(seqs)
+            done += purge(queue, seqs=seqs)
+        _report(modeladmin, request, done, asked, "purged")
+        return None
+    return _confirm(
+        modeladmin,
+        request,
+        queryset,
+        action_name="purge_selected",
+        title=_("Purge dead letters"),
+        question=_("Are you sure? These dead letters will be deleted for good:"),
+        submit_label=_("Yes, purge them"),
+    )
+
+
+# -- Queues -------------------------------------------------------------------------
+
+
+@admin.action(
+    permissions=["redrive"], description=gettext_lazy("Redrive all dead letters of selected queues")
+)
+def redrive_queue_dlq(
+    modeladmin: admin.ModelAdmin[Any], request: HttpRequest, queryset: QuerySet[Queue]
+) -> None:
+    _require(request, REDRIVE_PERMISSION)
+    done = sum(redrive(q.name) for q in queryset)
+    _report(modeladmin, request, done, done, "redriven")
+
+
+@admin.action(
+    permissions=["purge"], description=gettext_lazy("Purge all dead letters of selected queues…")
+)
+def purge_queue_dlq(
+    modeladmin: admin.ModelAdmin[Any], request: HttpRequest, queryset: QuerySet[Queue]
+) -> TemplateResponse | None:
+    _require(request, PURGE_PERMISSION)
+    if request.POST.get("post"):
+        done = sum(purge(q.name) for q in queryset)
+        _report(modeladmin, request, done, done, "purged")
+        return None
+    return _confirm(
+        modeladmin,
+        request,
+        queryset,
+        action_name="purge_queue_dlq",
+        title=_("Purge dead-letter queues"),
+        question=_("Are you sure? Every dead letter of these queues will be deleted for good:"),
+        submit_label=_("Yes, purge them"),
+    )

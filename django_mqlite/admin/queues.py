@@ -1,0 +1,160 @@
+"""The Queues page: settings, live gauges per state, oldest waiting message, DLQ size.
+
+Read-only by design: queues are declared in ``MQLITE["QUEUES"]`` (applied by ``migrate``
+and at every worker start, which would silently undo an edit made here) or created with
+``mq.create_queue`` / ``manage.py mqlite create-queue``.
+"""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
+
+from .. import stats
+from ..engine.types import State
+from ..models import Queue
+from . import actions, format
+from .base import ReadOnlyAdmin
+from .gauges import Gauges, gauges
+
+SETTINGS = (
+    "ordering",
+    "lock_duration",
+    "max_delivery_count",
+    "default_ttl",
+    "dead_letter_on_expire",
+    "dedup_window",
+    "content_dedup",
+    "dlq_max_age",
+    "dlq_max_count",
+    "dlq_max_bytes",
+    "keep_results",
+    "created",
+)
+
+
+def _gauges(obj: Queue) -> Gauges:
+    # Every gauge column of a row reads the same numbers: fetch them once per row.
+    cached: Gauges | None = getattr(obj, "_mqlite_gauges", None)
+    if cached is None:
+        cached = gauges(obj.pk)
+        obj._mqlite_gauges = cached  # type: ignore[attr-defined]
+    return cached
+
+
+def _gauge(obj: Queue, state: State) -> SafeString:
+    g = _gauges(obj)
+    return format_html(
+        '<span class="mqlite-gauge" data-queue="{}" data-state="{}">{}</span>',
+        obj.name,
+        state.value,
+        g.shown(state.value),
+    )
+
+
+class QueueAdmin(ReadOnlyAdmin):
+    list_display = (
+        "name",
+        "ordering",
+        "active",
+        "scheduled",
+        "locked",
+        "deferred",
+        "completed",
+        "dead_letters",
+        "oldest_active",
+        "lock_duration",
+        "max_delivery_count",
+    )
+    search_fields = ("name",)
+    ordering = ("name",)
+    actions = (actions.redrive_queue_dlq, actions.purge_queue_dlq)
+    fieldsets = (
+        (None, {"fields": ("name",)}),
+        ("Settings", {"fields": SETTINGS}),
+        ("Now", {"fields": ("live_stats",)}),
+        ("Since creation", {"fields": ("lifetime_totals",)}),
+    )
+    readonly_fields = ("name", *SETTINGS, "live_stats", "lifetime_totals")
+
+    @admin.display(description="active")
+    def active(self, obj: Queue) -> SafeString:
+        return _gauge(obj, State.ACTIVE)
+
+    @admin.display(description="scheduled")
+    def scheduled(self, obj: Queue) -> SafeString:
+        return _gauge(obj, State.SCHEDULED)
+
+    @admin.display(description="locked")
+    def locked(self, obj: Queue) -> SafeString:
+        return _gauge(obj, State.LOCKED)
+
+    @admin.display(description="deferred")
+    def deferred(self, obj: Queue) -> SafeString:
+        return _gauge(obj, State.DEFERRED)
+
+    @admin.display(description="completed")
+    def completed(self, obj: Queue) -> SafeString:
+        return _gauge(obj, State.COMPLETED)
+
+    @admin.display(description="dead letters")
+    def dead_letters(self, obj: Queue) -> SafeString:
+        url = reverse("admin:django_mqlite_deadletter_changelist")
+        return format_html(
+            '<a href="{}?queue__id__exact={}">{}</a>', url, obj.pk, _gauge(obj, State.DEAD_LETTERED)
+        )
+
+    @admin.display(description="oldest active")
+    def oldest_active(self, obj: Queue) -> str:
+        return format.age(_gauges(obj).oldest_active_age)
+
+    @admin.display(description="lock duration")
+    def lock_duration(self, obj: Queue) -> str:
+        return format.duration(obj.lock_duration_ms)
+
+    @admin.display(description="default TTL")
+    def default_ttl(self, obj: Queue) -> str:
+        return format.duration(obj.default_ttl_ms, unset="none (messages never expire)")
+
+    @admin.display(description="dedup window")
+    def dedup_window(self, obj: Queue) -> str:
+        return format.duration(obj.dedup_window_ms, unset="off") if obj.dedup_window_ms else "off"
+
+    @admin.display(description="DLQ max age")
+    def dlq_max_age(self, obj: Queue) -> str:
+        return format.duration(obj.dlq_max_age_ms, unset="global default")
+
+    @admin.display(description="keep results for")
+    def keep_results(self, obj: Queue) -> str:
+        return format.duration(obj.keep_results_ms, unset="not kept")
+
+    @admin.display(description="created")
+    def created(self, obj: Queue) -> str:
+        return format.stamp(obj.created_at)
+
+    @admin.display(description="messages by state (exact)")
+    def live_stats(self, obj: Queue) -> SafeString:
+        s = stats(obj.name)
+        rows = format_html_join(
+            "",
+            '<tr><th>{}</th><td class="mqlite-count" data-state="{}">{}</td></tr>',
+            ((state, state, f"{n:,}") for state, n in s.counts.items()),
+        )
+        return format_html(
+            "<table>{}<tr><th>oldest active</th><td>{}</td></tr></table>",
+            rows,
+            format.age(s.oldest_active_age),
+        )
+
+    @admin.display(description="lifetime totals")
+    def lifetime_totals(self, obj: Queue) -> SafeString:
+        s = stats(obj.name)
+        rows = format_html_join(
+            "", "<tr><th>{}</th><td>{}</td></tr>", ((k, f"{v:,}") for k, v in s.totals.items())
+        )
+        return format_html("<table>{}</table>", rows)
+
+
+admin.site.register(Queue, QueueAdmin)

@@ -1,0 +1,127 @@
+"""The consumer registry: which function handles which queue.
+
+Decorate a function in a ``consumers`` (or ``tasks``) module of an installed app::
+
+    import django_mqlite as mq
+
+    @mq.consumer("orders", timeout=30)
+    def handle(msg: mq.Received) -> None:
+        ...
+
+The worker imports every installed app's ``consumers`` and ``tasks`` modules
+(``autodiscover()``, like the admin's), then runs the handler of each queue it serves:
+
+- returning completes the message;
+- raising retries it with exponential backoff plus jitter, until the queue's
+  ``max_delivery_count``, then it is dead-lettered with the traceback as its last error;
+- raising ``mq.Reject(reason, description)`` dead-letters it at once;
+- running past ``timeout`` seconds counts as a failed attempt (see ``worker``).
+
+Programmatic registration, for integrations such as the Django Tasks backend::
+
+    consumers.register("default", run_task, timeout=None)
+
+A handler may settle its message itself (``msg.complete()``, ``msg.abandon(...)``,
+``msg.reject(...)``, ``msg.defer()``): the message records the verb in
+``msg.settled`` and the worker then leaves it alone. Code that settles through the
+module-level functions instead (for instance ``complete_with_result``) sets
+``msg.settled = "complete"`` itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from django.core.exceptions import ImproperlyConfigured
+from django.utils.module_loading import autodiscover_modules
+
+from .engine.core import check_queue_name
+
+Handler = Callable[[Any], Any]
+
+
+@dataclass(frozen=True)
+class Consumer:
+    """A queue's handler and its options. ``timeout`` is seconds, or None for no limit."""
+
+    queue: str
+    func: Handler
+    timeout: float | None = None
+
+    @property
+    def name(self) -> str:
+        return f"{getattr(self.func, '__module__', '?')}.{getattr(self.func, '__qualname__', '?')}"
+
+
+class Registry:
+    """Handlers by queue name. One handler per queue."""
+
+    def __init__(self) -> None:
+        self._consumers: dict[str, Consumer] = {}
+
+    def register(self, queue: str, func: Handler, *, timeout: float | None = None) -> Consumer:
+        """Register ``func`` for ``queue``. Registering the same function again (a module
+        imported twice) replaces it; a different function for a taken queue is an error."""
+        check_queue_name(queue)
+        if timeout is not None and (
+            not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0
+        ):
+            raise ImproperlyConfigured(
+                f"consumer timeout must be a positive number of seconds, not {timeout!r}"
+            )
+        entry = Consumer(queue, func, None if timeout is None else float(timeout))
+        current = self._consumers.get(queue)
+        if current is not None and current.name != entry.name:
+            raise ImproperlyConfigured(
+                f"queue {queue!r} already has a consumer ({current.name}); "
+                f"cannot also register {entry.name}"
+            )
+        self._consumers[queue] = entry
+        return entry
+
+    def unregister(self, queue: str) -> None:
+        self._consumers.pop(queue, None)
+
+    def get(self, queue: str) -> Consumer | None:
+        return self._consumers.get(queue)
+
+    def queues(self) -> list[str]:
+        return sorted(self._consumers)
+
+    def select(self, queues: Iterable[str] | None) -> dict[str, Consumer]:
+        """The consumers of ``queues`` (all registered when None); unknown names raise."""
+        if not queues:
+            return dict(sorted(self._consumers.items()))
+        missing = [q for q in queues if q not in self._consumers]
+        if missing:
+            raise ImproperlyConfigured(
+                f"no consumer is registered for {', '.join(map(repr, missing))} "
+                f"(registered: {', '.join(self.queues()) or 'none'})"
+            )
+        return {q: self._consumers[q] for q in queues}
+
+
+registry = Registry()
+
+
+def register(queue: str, func: Handler, *, timeout: float | None = None) -> Consumer:
+    """Register ``func`` as the handler of ``queue`` in the global registry."""
+    return registry.register(queue, func, timeout=timeout)
+
+
+def consumer(queue: str, *, timeout: float | None = None) -> Callable[[Handler], Handler]:
+    """Decorator: ``@mq.consumer("orders", timeout=30)``. Returns the function unchanged,
+    so decorators stack to serve several queues with one function."""
+
+    def decorate(func: Handler) -> Handler:
+        register(queue, func, timeout=timeout)
+        return func
+
+    return decorate
+
+
+def autodiscover() -> None:
+    """Import the ``consumers`` and ``tasks`` modules of every installed app."""
+    autodiscover_modules("consumers", "tasks")

@@ -1,0 +1,106 @@
+"""``manage.py runworker``: a thin shell over ``django_mqlite.worker.Worker``."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from typing import Any
+
+from django.core.exceptions import ImproperlyConfigured
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from ...consumers import autodiscover
+from ...exceptions import MQLiteError
+from ...worker import Worker
+
+
+def _positive_int(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, not {value!r}")
+    return n
+
+
+def _positive_float(value: str) -> float:
+    try:
+        x = float(value)
+    except ValueError:
+        x = 0.0
+    if not x > 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number, not {value!r}")
+    return x
+
+
+class Command(BaseCommand):
+    help = "Run registered consumers (and Django Tasks) from the queue database."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--queue",
+            "-q",
+            action="append",
+            dest="queues",
+            default=[],
+            help="queue to serve (repeatable; default: every queue with a consumer)",
+        )
+        parser.add_argument(
+            "--concurrency", "-c", type=_positive_int, default=1, help="handler threads (default 1)"
+        )
+        parser.add_argument("--burst", action="store_true", help="exit 0 once nothing is claimable")
+        parser.add_argument(
+            "--max-messages",
+            type=_positive_int,
+            default=None,
+            help="exit 0 after handling this many messages",
+        )
+        parser.add_argument(
+            "--max-memory",
+            type=_positive_float,
+            default=None,
+            help="exit 0 once resident memory passes this many MB",
+        )
+        parser.add_argument(
+            "--shutdown-timeout",
+            type=_positive_float,
+            default=30.0,
+            help="seconds in-flight handlers get to finish on SIGTERM (30)",
+        )
+        parser.add_argument(
+            "--no-reaper", action="store_true", help="do not run the reaper inside this worker"
+        )
+        parser.add_argument("--database", default=None, help="database alias of the queues")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        if options["verbosity"] >= 1:
+            _log_to_stderr(logging.DEBUG if options["verbosity"] >= 2 else logging.INFO)
+        autodiscover()
+        try:
+            worker = Worker(
+                options["queues"],
+                concurrency=options["concurrency"],
+                burst=options["burst"],
+                max_messages=options["max_messages"],
+                max_memory_mb=options["max_memory"],
+                shutdown_timeout_s=options["shutdown_timeout"],
+                reaper=not options["no_reaper"],
+                using=options["database"],
+            )
+            code = worker.run()
+        except (MQLiteError, ImproperlyConfigured) as exc:
+            raise CommandError(str(exc)) from exc
+        if code:
+            sys.exit(code)
+
+
+def _log_to_stderr(level: int) -> None:
+    """Show the worker's log unless the project configured the logger itself."""
+    log = logging.getLogger("django_mqlite")
+    if not log.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        log.addHandler(handler)
+        log.setLevel(level)

@@ -1,0 +1,12 @@
+"""The worker: runs registered consumers (and, through the registry, Django Tasks).
+
+``Worker(queues, concurrency=...).run()`` is what ``manage.py runworker`` calls; tests
+drive it in-process the same way (``install_signals=False`` off the main thread).
+"""
+
+from __future__ import annotations
+
+from .retry import backoff_delay
+from .runner import Worker
+
+__all__ = ["Worker", "backoff_delay"]

@@ -1,0 +1,36 @@
+"""A claimed message on its way through a worker."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..consumers import Consumer
+from ..engine.types import Received
+
+
+@dataclass(eq=False)
+class Delivery:
+    """One claimed message. Times are ``time.monotonic()`` seconds.
+
+    Lifecycle: pending (claimed, waiting for a thread) -> running -> finished, or
+    running -> timed out (the worker gave up on it; the thread finishes on its own).
+    """
+
+    msg: Received
+    consumer: Consumer
+    #: How long a lease lasts for this message, in seconds; renewed at half of it.
+    lease_s: float
+    next_renew: float
+    started: float | None = None
+    finished: bool = False
+    timed_out: bool = False
+    #: A renewal found the lease gone: another worker may have the message now.
+    lost: bool = False
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.msg.queue, self.msg.seq)
+
+    def item(self) -> tuple[int, str]:
+        assert self.msg.lock_token is not None
+        return (self.msg.seq, self.msg.lock_token)

@@ -1,0 +1,202 @@
+"""Handler threads: each takes a claimed message, runs its consumer and settles it.
+
+Every thread uses its own database connection (Django connections are per thread) and
+closes it when the thread exits. Successful messages are not completed here: they are
+queued for the worker's main loop, which completes them in batches.
+
+Timeouts: Python cannot kill a thread. When a handler runs past its consumer's
+``timeout`` the worker abandons the message (a failed attempt, retried with backoff),
+stops renewing its lease and starts a replacement thread so the worker keeps its
+concurrency. The stuck thread is left to finish; whatever it then tries to settle meets
+``LockLostError`` (its token is no longer current), which is logged, and the thread exits.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import traceback
+from collections import deque
+from collections.abc import Callable
+
+from django.db import connections
+
+from ..engine import settle
+from ..exceptions import LockLostError, Reject
+from .delivery import Delivery
+
+logger = logging.getLogger("django_mqlite.worker")
+
+
+class Pool:
+    """``size`` handler threads fed from a pending queue.
+
+    ``backoff(attempt)`` gives the retry delay; ``wake()`` nudges the main loop when a
+    slot frees up or a completion is waiting to be flushed.
+    """
+
+    def __init__(
+        self,
+        size: int,
+        *,
+        using: str,
+        backoff: Callable[[int], float],
+        wake: Callable[[], None],
+    ) -> None:
+        self.size = size
+        self.using = using
+        self.backoff = backoff
+        self.wake = wake
+        self.lock = threading.Lock()
+        self._ready = threading.Condition(self.lock)
+        self.pending: deque[Delivery] = deque()
+        self.running: set[Delivery] = set()
+        self.done: list[Delivery] = []
+        self._closing = False
+        self._threads: list[threading.Thread] = []
+        self._serial = 0
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    def start(self) -> None:
+        for _ in range(self.size):
+            self._spawn()
+
+    def _spawn(self) -> None:
+        self._serial += 1
+        t = threading.Thread(target=self._thread_main, name=f"mqlite-handler-{self._serial}")
+        t.daemon = True
+        self._threads.append(t)
+        t.start()
+
+    def close(self, wait_s: float = 1.0) -> None:
+        """Let idle threads exit; threads still running a handler are left behind."""
+        with self.lock:
+            self._closing = True
+            self._ready.notify_all()
+        deadline = time.monotonic() + wait_s
+        for t in self._threads:
+            t.join(max(0.0, deadline - time.monotonic()))
+
+    # -- accounting (callers hold no lock) ----------------------------------------------
+
+    def submit(self, deliveries: list[Delivery]) -> None:
+        with self.lock:
+            self.pending.extend(deliveries)
+            self._ready.notify(len(deliveries))
+
+    def busy(self) -> int:
+        """Messages this worker holds: waiting for a thread, running, or to complete."""
+        with self.lock:
+            return len(self.pending) + len(self.running) + len(self.done)
+
+    def free(self) -> int:
+        with self.lock:
+            return max(0, self.size - len(self.pending) - len(self.running))
+
+    def take_pending(self) -> list[Delivery]:
+        with self.lock:
+            out = list(self.pending)
+            self.pending.clear()
+            return out
+
+    def take_done(self) -> list[Delivery]:
+        with self.lock:
+            out, self.done = self.done, []
+            return out
+
+    def held(self) -> list[Delivery]:
+        """Deliveries whose lease the worker must keep alive."""
+        with self.lock:
+            return [d for d in (*self.pending, *self.running, *self.done) if not d.lost]
+
+    def expire(self, now: float) -> list[Delivery]:
+        """Mark running handlers past their timeout as timed out, replace their threads,
+        and return them for the worker to abandon."""
+        with self.lock:
+            late = [
+                d
+                for d in self.running
+                if d.consumer.timeout is not None
+                and d.started is not None
+                and now - d.started > d.consumer.timeout
+            ]
+            for d in late:
+                d.timed_out = True
+                self.running.discard(d)
+        for _ in late:
+            self._spawn()
+        return late
+
+    # -- the thread ---------------------------------------------------------------------
+
+    def _thread_main(self) -> None:
+        try:
+            while True:
+                with self.lock:
+                    while not self.pending and not self._closing:
+                        self._ready.wait()
+                    if not self.pending:
+                        return
+                    d = self.pending.popleft()
+                    d.started = time.monotonic()
+                    self.running.add(d)
+                self._execute(d)
+                if d.timed_out:
+                    return  # a replacement thread took this one's place
+        finally:
+            connections.close_all()
+
+    def _execute(self, d: Delivery) -> None:
+        msg = d.msg
+        failure: BaseException | None = None
+        tb = ""
+        try:
+            d.consumer.func(msg)
+        except Exception as exc:
+            failure, tb = exc, traceback.format_exc()
+        with self.lock:
+            late = d.timed_out
+            if not late:
+                d.finished = True
+                self.running.discard(d)
+        try:
+            if msg.settled is not None:
+                pass  # the handler settled the message itself
+            elif failure is None and not late:
+                with self.lock:
+                    self.done.append(d)
+            else:
+                self._settle_directly(d, failure, tb)
+        except LockLostError as exc:
+            what = "finished after its timeout" if late else "could not settle"
+            logger.warning("handler for %s #%s %s: %s", msg.queue, msg.seq, what, exc)
+        except Exception:
+            logger.exception("settling %s #%s failed", msg.queue, msg.seq)
+        finally:
+            self.wake()
+
+    def _settle_directly(self, d: Delivery, failure: BaseException | None, tb: str) -> None:
+        msg = d.msg
+        token = msg.lock_token
+        assert token is not None
+        if failure is None:  # a late success: the token is stale, so this raises
+            settle.complete(msg.queue, msg.seq, token, using=self.using)
+        elif isinstance(failure, Reject):
+            settle.reject(
+                msg.queue, msg.seq, token, failure.reason, failure.description, using=self.using
+            )
+            logger.info("%s #%s rejected: %s", msg.queue, msg.seq, failure.reason)
+        else:
+            delay = self.backoff(msg.delivery_count)
+            settle.abandon(msg.queue, msg.seq, token, delay=delay, error=tb, using=self.using)
+            logger.warning(
+                "%s #%s attempt %s failed (%s: %s); retry in %.2fs unless exhausted",
+                msg.queue,
+                msg.seq,
+                msg.delivery_count,
+                type(failure).__name__,
+                failure,
+                delay,
+            )

@@ -1,0 +1,334 @@
+"""The worker's main loop: claim -> hand to threads -> complete in batches, keep leases
+alive, enforce timeouts, heartbeat, and stop cleanly.
+
+The main thread owns claiming, lease renewal, timeouts and batched completion; handler
+threads (``pool``) run consumers; background threads heartbeat, reap and (PostgreSQL)
+LISTEN. See ``docs/workers.md`` for the operator's view.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import signal
+import sys
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Iterable
+from types import FrameType
+from typing import Any
+
+from django.core.exceptions import ImproperlyConfigured
+from django.db import connections
+
+from .. import consumers as consumers_mod
+from ..conf import mqlite_settings
+from ..consumers import Consumer, Registry
+from ..engine import core, settle, wakeup
+from ..engine.claim import receive
+from ..engine.clock import now_ms, to_ms
+from ..engine.dialects import dialect_for
+from ..engine.queues import get_queue, sync_declared
+from ..exceptions import LockLostError
+from . import background
+from .delivery import Delivery
+from .memory import rss_mb
+from .pool import Pool
+from .retry import backoff_delay
+
+logger = logging.getLogger("django_mqlite.worker")
+
+IDLE_MIN_S = 0.01
+IDLE_MAX_S = 1.0  # without NOTIFY (SQLite): the bounded back-off poll tops out here
+IDLE_MAX_LISTENING_S = 5.0  # with NOTIFY a poll only catches due retries and schedules
+SHUTDOWN_ERROR = "worker stopped before the handler finished (shutdown timeout)"
+
+
+class Worker:
+    """Runs the consumers of ``queues`` (all registered ones when empty) on
+    ``concurrency`` threads until stopped. ``run()`` returns the exit code (0)."""
+
+    def __init__(
+        self,
+        queues: Iterable[str] | None = None,
+        *,
+        concurrency: int = 1,
+        burst: bool = False,
+        max_messages: int | None = None,
+        max_memory_mb: float | None = None,
+        shutdown_timeout_s: float = 30.0,
+        reaper: bool = True,
+        registry: Registry | None = None,
+        install_signals: bool = True,
+        rng: random.Random | None = None,
+        using: str | None = None,
+    ) -> None:
+        self.using = core.alias_of(using)
+        self.registry = registry if registry is not None else consumers_mod.registry
+        self.consumers: dict[str, Consumer] = self.registry.select(list(queues or []))
+        if not self.consumers:
+            raise ImproperlyConfigured("no consumers are registered")
+        self.concurrency = core.check_int(concurrency, "concurrency", 1, 1024)
+        self.burst = burst
+        self.max_messages = max_messages
+        self.max_memory_mb = max_memory_mb
+        self.shutdown_timeout_s = shutdown_timeout_s
+        self.reaper = reaper
+        self.install_signals = install_signals
+        self.rng = rng or random.Random()  # noqa: S311 - jitter, not security
+        self.worker_id: int | None = None
+        self.claimed = 0
+        self.stop_reason: str | None = None
+        self._drain_deadline: float | None = None
+        self._wake_key = f"#worker-{id(self)}"
+        self._signals = 0
+        self._threads: list[Any] = []
+        self._rotation = 0
+        self.listening = False
+        self.pool = Pool(self.concurrency, using=self.using, backoff=self._backoff, wake=self._wake)
+
+    # -- public -------------------------------------------------------------------------
+
+    def run(self) -> int:
+        previous = self._install_signals()
+        try:
+            self._start()
+            self._loop()
+        finally:
+            self._finish()
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+        return 0
+
+    def stop(self, reason: str = "stop requested") -> None:
+        """Stop claiming; finish in-flight work within the shutdown timeout; release
+        what was claimed but not started. Safe from any thread and signal handlers."""
+        if self.stop_reason is None:
+            self.stop_reason = reason
+            self._drain_deadline = time.monotonic() + self.shutdown_timeout_s
+        self._wake()
+
+    # -- start and stop -----------------------------------------------------------------
+
+    def _start(self) -> None:
+        if mqlite_settings.QUEUES:
+            sync_declared(mqlite_settings.QUEUES, using=self.using)
+        for name in self.consumers:
+            get_queue(name, using=self.using)  # fail fast on a queue that does not exist
+        self.worker_id = background.register_worker(list(self.consumers), self.using)
+        self.pool.start()
+        wid = self.worker_id
+        self._threads = [
+            background.heartbeat_loop(
+                wid, float(mqlite_settings.HEARTBEAT_INTERVAL), self.pool.busy, self.using
+            )
+        ]
+        if self.reaper:
+            self._threads.append(
+                background.reaper_loop(float(mqlite_settings.REAP_INTERVAL), self.using)
+            )
+        self.listening = dialect_for(self.using).has_listen_notify
+        if self.listening:
+            self._threads.append(background.Listener(self.using))
+        for t in self._threads:
+            t.start()
+        logger.info(
+            "worker %s started: queues %s, concurrency %s",
+            wid,
+            ", ".join(self.consumers),
+            self.concurrency,
+        )
+
+    def _finish(self) -> None:
+        self._release(self.pool.take_pending())
+        self._flush_completions()
+        for d in self.pool.held():  # still running past the shutdown timeout
+            self._abandon(d, SHUTDOWN_ERROR)
+        self._flush_completions()
+        self.pool.close()
+        for t in self._threads:
+            t.stop()
+        if self.worker_id is not None:
+            background.mark_stopped(self.worker_id, self.using)
+        logger.info("worker %s stopped (%s)", self.worker_id, self.stop_reason or "done")
+        connections[self.using].close()
+
+    def _install_signals(self) -> dict[int, Any]:
+        if not self.install_signals or threading.current_thread() is not threading.main_thread():
+            return {}
+        previous: dict[int, Any] = {}
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            previous[sig] = signal.signal(sig, self._on_signal)
+        return previous
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        self._signals += 1
+        if self._signals > 1:
+            # A second signal: leave now, without waiting for anything. Held leases come
+            # back through the reaper's stale-worker pass (or lease expiry).
+            sys.stderr.write("second signal: exiting at once\n")
+            sys.stderr.flush()
+            os._exit(1)
+        self.stop(f"signal {signal.Signals(signum).name}")
+
+    # -- the loop -----------------------------------------------------------------------
+
+    def _loop(self) -> None:
+        idle_s = IDLE_MIN_S
+        idle_max = IDLE_MAX_LISTENING_S if self.listening else IDLE_MAX_S
+        keys = [*self.consumers, self._wake_key]
+        while True:
+            since = wakeup.generations(keys)
+            self._flush_completions()
+            self._expire_timeouts()
+            self._renew_due()
+            self._check_memory()
+            if self.stop_reason is not None:
+                self._release(self.pool.take_pending())
+                if not self.pool.busy():
+                    return
+                if self._drain_deadline is not None and time.monotonic() > self._drain_deadline:
+                    logger.warning("shutdown timeout: abandoning %s running", self.pool.busy())
+                    return
+                wakeup.wait_any(since, self._next_deadline(0.5))
+                continue
+            got = self._claim()
+            if got:
+                idle_s = IDLE_MIN_S
+                if self.pool.free():
+                    continue
+            elif self._out_of_work():
+                return
+            wakeup.wait_any(since, self._next_deadline(idle_s if self.pool.free() else 1.0))
+            if not got:
+                idle_s = min(idle_s * 2, idle_max)
+
+    def _out_of_work(self) -> bool:
+        """True when the worker should exit: burst found nothing, or max-messages is done."""
+        if self.pool.busy():
+            return False
+        if self.burst and self.pool.free():
+            self.stop_reason = "burst: nothing left to claim"
+            return True
+        if self.max_messages is not None and self.claimed >= self.max_messages:
+            self.stop_reason = f"max-messages {self.max_messages} reached"
+            return True
+        return False
+
+    def _next_deadline(self, cap_s: float) -> float:
+        """How long the loop may sleep: until a lease needs renewing, at most ``cap_s``."""
+        now = time.monotonic()
+        wait = cap_s
+        for d in self.pool.held():
+            wait = min(wait, d.next_renew - now)
+            if d.consumer.timeout is not None and d.started is not None:
+                wait = min(wait, d.started + d.consumer.timeout - now)
+        return max(0.001, wait)
+
+    def _claim(self) -> int:
+        want = self.pool.free()
+        if self.max_messages is not None:
+            want = min(want, self.max_messages - self.claimed)
+        got = 0
+        # Rotate which queue claims first, so one busy queue cannot starve the others.
+        names = list(self.consumers)
+        self._rotation = (self._rotation + 1) % len(names)
+        for name in names[self._rotation :] + names[: self._rotation]:
+            consumer = self.consumers[name]
+            if want - got <= 0:
+                break
+            msgs = receive(
+                name, max_messages=want - got, worker_id=self.worker_id, using=self.using
+            )
+            now, mono = now_ms(), time.monotonic()
+            batch = []
+            for m in msgs:
+                lease_s = max(
+                    0.1, ((to_ms(m.locked_until) if m.locked_until else now) - now) / 1000
+                )
+                batch.append(Delivery(m, consumer, lease_s, mono + lease_s / 2))
+            self.pool.submit(batch)
+            got += len(batch)
+        self.claimed += got
+        return got
+
+    # -- leases, timeouts, settlements --------------------------------------------------
+
+    def _renew_due(self) -> None:
+        mono = time.monotonic()
+        due: dict[str, list[Delivery]] = defaultdict(list)
+        for d in self.pool.held():
+            if mono >= d.next_renew:
+                due[d.msg.queue].append(d)
+        for queue, ds in due.items():
+            for part in core.chunks(ds, settle.MAX_RENEW_BATCH):
+                ok = settle.renew_batch(queue, [d.item() for d in part], using=self.using)
+                for d, renewed in zip(part, ok, strict=True):
+                    if renewed:
+                        d.next_renew = mono + d.lease_s / 2
+                    else:
+                        d.lost = True
+                        logger.warning("%s #%s: lease lost while held", queue, d.msg.seq)
+
+    def _expire_timeouts(self) -> None:
+        for d in self.pool.expire(time.monotonic()):
+            self._abandon(
+                d, f"TimeoutError: handler ran longer than its timeout of {d.consumer.timeout}s"
+            )
+
+    def _abandon(self, d: Delivery, error: str) -> None:
+        token = d.msg.lock_token
+        assert token is not None
+        delay = self._backoff(d.msg.delivery_count)
+        try:
+            settle.abandon(
+                d.msg.queue, d.msg.seq, token, delay=delay, error=error, using=self.using
+            )
+            logger.warning("%s #%s abandoned: %s", d.msg.queue, d.msg.seq, error)
+        except LockLostError as exc:
+            logger.warning("%s #%s: could not abandon: %s", d.msg.queue, d.msg.seq, exc)
+        d.lost = True
+
+    def _flush_completions(self) -> None:
+        by_queue: dict[str, list[Delivery]] = defaultdict(list)
+        for d in self.pool.take_done():
+            by_queue[d.msg.queue].append(d)
+        for queue, ds in by_queue.items():
+            for part in core.chunks(ds, settle.MAX_COMPLETE_BATCH):
+                ok = settle.complete_batch(queue, [d.item() for d in part], using=self.using)
+                for d, done in zip(part, ok, strict=True):
+                    if not done:
+                        logger.warning(
+                            "%s #%s: lease lost before completion; it will be redelivered",
+                            queue,
+                            d.msg.seq,
+                        )
+
+    def _release(self, ds: list[Delivery]) -> None:
+        by_queue: dict[str, list[Delivery]] = defaultdict(list)
+        for d in ds:
+            by_queue[d.msg.queue].append(d)
+        for queue, part in by_queue.items():
+            settle.release(queue, [d.item() for d in part], using=self.using)
+            logger.info("released %s unstarted message(s) of %s", len(part), queue)
+
+    def _check_memory(self) -> None:
+        # Checked once work has been done, so a limit below the baseline recycles after
+        # each message instead of never starting.
+        if self.max_memory_mb is not None and self.stop_reason is None and self.claimed:
+            rss = rss_mb()
+            if rss > self.max_memory_mb:
+                self.stop(f"max-memory: {rss:.0f} MB > {self.max_memory_mb:g} MB")
+
+    def _backoff(self, attempt: int) -> float:
+        return backoff_delay(
+            attempt,
+            base_s=float(mqlite_settings.RETRY_BACKOFF_BASE),
+            cap_s=float(mqlite_settings.RETRY_BACKOFF_CAP),
+            rng=self.rng,
+        )
+
+    def _wake(self) -> None:
+        wakeup.notify(self._wake_key)

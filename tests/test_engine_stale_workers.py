@@ -1,0 +1,77 @@
+"""The reaper's stale-worker pass: locks of a worker whose heartbeat stopped come back
+under the lease-expiry rule, long before the lease ends; old worker rows are pruned."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.test import override_settings
+
+import django_mqlite as mq
+from django_mqlite.models import Worker
+
+
+def make_worker(now_ms: int) -> int:
+    return Worker.objects.create(
+        host="h", pid=1, queues=["q"], started_at=now_ms, last_seen=now_ms
+    ).pk
+
+
+@pytest.fixture
+def lease_q(make_queue: Any) -> str:
+    return make_queue(lock_duration=600, max_delivery_count=2).name
+
+
+def test_silent_worker_locks_are_reclaimed_before_the_lease_ends(lease_q: str, clock: Any) -> None:
+    dead = make_worker(clock.now_ms())
+    alive = make_worker(clock.now_ms())
+    s1, s2 = mq.send(lease_q, "a"), mq.send(lease_q, "b")
+    mq.receive(lease_q, worker_id=dead)
+    mq.receive(lease_q, worker_id=alive)
+    clock.advance(14)
+    Worker.objects.filter(pk=alive).update(last_seen=clock.now_ms())
+    assert mq.reap()["stale_worker_locks"] == 0
+    clock.advance(2)  # the dead one is 16 s silent; the other heartbeated 2 s ago
+    assert mq.reap()["stale_worker_locks"] == 1
+    states = {p.seq: (p.state, p.delivery_count) for p in mq.peek(lease_q)}
+    assert states == {s1: ("active", 1), s2: ("locked", 1)}
+    totals = mq.stats(lease_q).totals
+    assert totals["reclaimed"] == 1 and totals["retried"] == 1
+
+
+def test_a_crash_never_buys_an_extra_delivery(lease_q: str, clock: Any) -> None:
+    dead = make_worker(clock.now_ms())
+    seq = mq.send(lease_q, "a")
+    for _ in range(2):  # max_delivery_count is 2: the second claim is the last one
+        mq.receive(lease_q, worker_id=dead)
+        clock.advance(16)
+        mq.reap()
+    [p] = mq.peek(lease_q)
+    assert (p.seq, p.state, p.dead_letter_reason) == (
+        seq,
+        "dead_lettered",
+        "MaxDeliveryCountExceeded",
+    )
+    assert mq.stats(lease_q).totals["exhausted"] == 1
+
+
+def test_a_stopped_worker_holds_nothing(lease_q: str, clock: Any) -> None:
+    gone = make_worker(clock.now_ms())
+    mq.send(lease_q, "a")
+    mq.receive(lease_q, worker_id=gone)
+    Worker.objects.filter(pk=gone).update(stopped_at=clock.now_ms())
+    assert mq.reap()["stale_worker_locks"] == 1
+
+
+@override_settings(MQLITE={"WORKER_STALE_AFTER": 1.0, "WORKER_RETENTION": 60})
+def test_settings_and_pruning(lease_q: str, clock: Any) -> None:
+    w = make_worker(clock.now_ms())
+    mq.send(lease_q, "a")
+    mq.receive(lease_q, worker_id=w)
+    clock.advance(1)
+    counts = mq.reap()
+    assert counts["stale_worker_locks"] == 1 and counts["workers_pruned"] == 0
+    clock.advance(59)
+    assert mq.reap()["workers_pruned"] == 1
+    assert not Worker.objects.exists()

@@ -1,0 +1,78 @@
+"""``mq.once(key)``: recorded in the work's transaction; exactly one winner under races."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from django.db import connections, transaction
+
+import django_mqlite as mq
+
+
+@pytest.mark.django_db
+def test_first_then_not_first() -> None:
+    with transaction.atomic(), mq.once("order-1") as first:
+        assert first is True
+    with transaction.atomic(), mq.once("order-1") as first:
+        assert first is False
+    with transaction.atomic(), mq.once("order-2") as first:
+        assert first is True
+
+
+@pytest.mark.django_db
+def test_a_rolled_back_key_is_free_again() -> None:
+    with pytest.raises(RuntimeError), transaction.atomic(), mq.once("k") as first:
+        assert first
+        raise RuntimeError("the work failed")
+    with transaction.atomic(), mq.once("k") as first:
+        assert first is True
+
+
+@pytest.mark.django_db(transaction=True)
+def test_outside_a_transaction_is_refused() -> None:
+    with pytest.raises(mq.InvalidArgumentError, match="atomic"), mq.once("k"):
+        pass
+
+
+@pytest.mark.django_db
+def test_bad_keys_are_refused() -> None:
+    for key in ["", "x" * 256, 5]:
+        with pytest.raises(mq.InvalidArgumentError), transaction.atomic(), mq.once(key):  # type: ignore[arg-type]
+            pass
+
+
+@pytest.mark.django_db(transaction=True)
+def test_racing_threads_exactly_one_wins() -> None:
+    threads_n, rounds = 6, 5
+    for r in range(rounds):
+        key = f"race-{r}"
+        barrier = threading.Barrier(threads_n)
+        results: list[bool] = []
+        errors: list[BaseException] = []
+        lock = threading.Lock()
+
+        def contend(
+            key: str = key,
+            barrier: threading.Barrier = barrier,
+            results: list[bool] = results,
+            errors: list[BaseException] = errors,
+            lock: threading.Lock = lock,
+        ) -> None:
+            try:
+                barrier.wait()
+                with transaction.atomic(), mq.once(key) as first:
+                    with lock:
+                        results.append(first)
+            except BaseException as exc:
+                errors.append(exc)
+            finally:
+                connections.close_all()
+
+        threads = [threading.Thread(target=contend) for _ in range(threads_n)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        assert not errors, errors
+        assert sorted(results) == [False] * (threads_n - 1) + [True]

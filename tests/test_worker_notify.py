@@ -1,0 +1,63 @@
+"""Idle workers are woken by NOTIFY on PostgreSQL: measure send -> handler start."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Any
+
+import pytest
+from django.db import transaction
+
+import django_mqlite as mq
+from django_mqlite.engine.dialects import dialect_for
+from django_mqlite.models import Worker
+
+from .procs import wait_for
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(autouse=True)
+def needs_notify() -> None:
+    if not dialect_for("default").has_listen_notify:
+        pytest.skip("the database has no LISTEN/NOTIFY")
+
+
+def test_notify_wakes_an_idle_worker(workers: Any) -> None:
+    mq.create_queue("work")
+    mq.create_queue("slow")
+    proc = workers.start()
+    wait_for(lambda: Worker.objects.filter(stopped_at=None).exists())
+    latencies = []
+    for n in range(3):
+        # Let the idle poll back off past a second, so only a NOTIFY can be this fast.
+        time.sleep(1.5)
+        sent_at = time.time()
+        seq = mq.send("work", {"n": n})
+        start = wait_for(lambda seq=seq: workers.events("start", seq=seq), every=0.005)
+        latencies.append((start[0]["t"] - sent_at) * 1000)
+    print(
+        "\nNOTIFY wake-up latency send -> handler start: "
+        f"median {statistics.median(latencies):.1f} ms, max {max(latencies):.1f} ms "
+        f"({', '.join(f'{x:.1f}' for x in latencies)})"
+    )
+    # Polling alone would take ~1 s here; don't assert tight timing on a shared machine.
+    assert statistics.median(latencies) < 900
+    code, _out, err = workers.stop(proc)
+    assert code == 0, err
+
+
+def test_rolled_back_send_wakes_nobody(workers: Any) -> None:
+    mq.create_queue("work")
+    mq.create_queue("slow")
+    proc = workers.start()
+    wait_for(lambda: Worker.objects.filter(stopped_at=None).exists())
+    with pytest.raises(RuntimeError), transaction.atomic():
+        mq.send("work", {"n": 1})
+        raise RuntimeError("roll back")
+    seq = mq.send("work", {"n": 2})
+    wait_for(lambda: workers.events("done", seq=seq))
+    assert [e["seq"] for e in workers.events("start")] == [seq]
+    code, _out, err = workers.stop(proc)
+    assert code == 0, err
