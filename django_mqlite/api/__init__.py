@@ -1,0 +1,6 @@
+"""The HTTP API of django-mqlite (SPEC §8), built on Django REST framework.
+
+Mount it with ``path("mq/", include("django_mqlite.api.urls"))``. This package is the only
+one that imports ``rest_framework``; it calls the public Python API (``django_mqlite``)
+and nothing below it.
+"""

@@ -1,0 +1,122 @@
+"""Serializer fields that take JSON as it is: no quietly turning "5" into 5 or 1 into
+True. A wrong type is a 400 ``invalid_argument``, never a coercion."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import math
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+from rest_framework.fields import SkipField
+
+
+class StrictIntegerField(serializers.IntegerField):
+    def to_internal_value(self, data: Any) -> int:
+        if not isinstance(data, int) or isinstance(data, bool):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictFloatField(serializers.FloatField):
+    """A number of seconds (integer or decimal), finite."""
+
+    def to_internal_value(self, data: Any) -> float:
+        if not isinstance(data, int | float) or isinstance(data, bool):
+            self.fail("invalid")
+        if not math.isfinite(data):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictBooleanField(serializers.BooleanField):
+    def to_internal_value(self, data: Any) -> bool:
+        if not isinstance(data, bool):
+            self.fail("invalid", input=data)
+        return data
+
+
+class StrictCharField(serializers.CharField):
+    """A string without NUL characters (which no database column accepts)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("trim_whitespace", False)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        if "\x00" in data:
+            raise serializers.ValidationError("must not contain NUL characters")
+        return super().to_internal_value(data)
+
+
+@extend_schema_field({"type": "object", "additionalProperties": True})
+class PropertiesField(serializers.Field):
+    """A JSON object of application properties (no NUL characters in its text)."""
+
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
+        if not isinstance(data, dict):
+            raise serializers.ValidationError("must be a JSON object")
+        if _has_nul(data):
+            raise serializers.ValidationError("must not contain NUL characters")
+        return data
+
+    def to_representation(self, value: Any) -> Any:
+        return value
+
+
+def _has_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any("\x00" in k or _has_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_nul(v) for v in value)
+    return False
+
+
+@extend_schema_field(OpenApiTypes.ANY)
+class AnyJSONField(serializers.Field):
+    """Any JSON value, null included."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_null", True)
+        super().__init__(**kwargs)
+
+    def validate_empty_values(self, data: Any) -> tuple[bool, Any]:
+        if data is None:
+            return True, None  # JSON null is a body like any other
+        return super().validate_empty_values(data)
+
+    def get_attribute(self, instance: Any) -> Any:
+        # Absent is not null: a response without ``body`` (it has ``body_base64``) must
+        # not grow a ``"body": null``.
+        if isinstance(instance, dict) and self.source not in instance:
+            raise SkipField
+        return super().get_attribute(instance)
+
+    def to_internal_value(self, data: Any) -> Any:
+        return data
+
+    def to_representation(self, value: Any) -> Any:
+        return value
+
+
+@extend_schema_field({"type": "string", "format": "byte"})
+class Base64Field(serializers.Field):
+    """Bytes as standard base64 text."""
+
+    def to_internal_value(self, data: Any) -> bytes:
+        if not isinstance(data, str):
+            raise serializers.ValidationError("must be a base64 string")
+        try:
+            return base64.b64decode(data.encode("ascii"), validate=True)
+        except (binascii.Error, UnicodeEncodeError, ValueError):
+            raise serializers.ValidationError("is not valid base64") from None
+
+    def to_representation(self, value: bytes) -> str:
+        return base64.b64encode(value).decode("ascii")

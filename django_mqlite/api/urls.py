@@ -1,0 +1,46 @@
+"""Routes of the HTTP API (SPEC §8): ``path("mq/", include("django_mqlite.api.urls"))``."""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.urls import path, re_path
+
+from .views import messages as m
+from .views import ops, queues
+
+app_name = "mqlite-api"
+
+urlpatterns = [
+    path("queues/", queues.QueueListView.as_view(), name="queues"),
+    path("queues/<str:name>/", queues.QueueDetailView.as_view(), name="queue"),
+    path("queues/<str:name>/stats/", queues.QueueStatsView.as_view(), name="queue-stats"),
+    path("queues/<str:name>/messages/", m.MessagesView.as_view(), name="messages"),
+    path("queues/<str:name>/messages/<int:seq>/", m.MessageView.as_view(), name="message"),
+    path(
+        "queues/<str:name>/messages/<int:seq>/complete/", m.CompleteView.as_view(), name="complete"
+    ),
+    path("queues/<str:name>/messages/<int:seq>/abandon/", m.AbandonView.as_view(), name="abandon"),
+    path("queues/<str:name>/messages/<int:seq>/reject/", m.RejectView.as_view(), name="reject"),
+    path("queues/<str:name>/messages/<int:seq>/defer/", m.DeferView.as_view(), name="defer"),
+    path("queues/<str:name>/messages/<int:seq>/renew/", m.RenewView.as_view(), name="renew"),
+    # A long-poll must not hold a transaction open, even under ATOMIC_REQUESTS.
+    path(
+        "queues/<str:name>/receive/",
+        transaction.non_atomic_requests(m.ReceiveView.as_view()),
+        name="receive",
+    ),
+    path(
+        "queues/<str:name>/receive-deferred/",
+        m.ReceiveDeferredView.as_view(),
+        name="receive-deferred",
+    ),
+    path("queues/<str:name>/complete/", m.CompleteBatchView.as_view(), name="complete-batch"),
+    path("queues/<str:name>/renew/", m.RenewBatchView.as_view(), name="renew-batch"),
+    path("queues/<str:name>/redrive/", ops.RedriveView.as_view(), name="redrive"),
+    path("queues/<str:name>/purge/", ops.PurgeView.as_view(), name="purge"),
+    path("stats/", queues.StatsView.as_view(), name="stats"),
+    path("metrics/", ops.MetricsView.as_view(), name="metrics"),
+    path("healthz/", ops.HealthView.as_view(), name="healthz"),
+    path("schema/", ops.SchemaView.as_view(), name="schema"),
+    re_path(r"^.*$", ops.NotFoundView.as_view(), name="not-found"),
+]

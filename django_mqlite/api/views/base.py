@@ -1,0 +1,111 @@
+"""What every API view shares: auth and permissions from ``MQLITE`` (or the project's DRF
+defaults), the bounded JSON parser, JSON out, and the API's own exception handler."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any, ClassVar
+
+from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.utils import OpenApiResponse
+from rest_framework.exceptions import NotAcceptable
+from rest_framework.negotiation import DefaultContentNegotiation
+from rest_framework.parsers import BaseParser
+from rest_framework.permissions import BasePermission
+from rest_framework.renderers import BaseRenderer, JSONRenderer
+from rest_framework.serializers import Serializer
+from rest_framework.utils.mediatypes import media_type_matches, order_by_precedence
+from rest_framework.views import APIView
+
+from ..exceptions import exception_handler
+from ..parsers import BoundedJSONParser
+from ..permissions import authentication_classes, permission_classes
+from ..serializers import ErrorSerializer
+
+_ERROR_TEXT = {
+    400: "invalid_argument (malformed JSON, wrong type, unknown field, out of range) "
+    "or group_required",
+    401: "unauthenticated",
+    403: "permission_denied (or unauthenticated, for schemes without a challenge)",
+    404: "not_found",
+    409: "lock_lost, already_exists or queue_not_empty",
+    413: "message_too_large or request_too_large",
+    415: "unsupported_media_type (send application/json)",
+}
+
+
+def errors(*statuses: int) -> dict[int, OpenApiResponse]:
+    """Error responses for the schema: 401 and 403 always, plus ``statuses``."""
+    wanted = sorted({401, 403, *statuses})
+    return {s: OpenApiResponse(ErrorSerializer, description=_ERROR_TEXT[s]) for s in wanted}
+
+
+#: Errors of every route that takes a JSON body.
+BODY_ERRORS = (400, 404, 413, 415)
+
+
+class Negotiation(DefaultContentNegotiation):
+    """Content negotiation by ``Accept`` only: no ``?format=`` override."""
+
+    def select_renderer(
+        self, request: Any, renderers: Iterable[BaseRenderer], format_suffix: str | None = None
+    ) -> tuple[BaseRenderer, str]:
+        accepts = self.get_accept_list(request)
+        for media_type_set in order_by_precedence(accepts):
+            for renderer in renderers:
+                for media_type in media_type_set:
+                    if media_type_matches(renderer.media_type, media_type):
+                        return renderer, (
+                            renderer.media_type if media_type == "*/*" else media_type
+                        )
+        raise NotAcceptable(available_renderers=list(renderers))
+
+
+class Schema(AutoSchema):
+    def _get_format_parameters(self) -> list[Any]:
+        return []  # no ?format= override (see Negotiation)
+
+
+class MQView(APIView):
+    """Base of the API views. ``mq_actions`` maps HTTP method to permission action."""
+
+    mq_actions: ClassVar[dict[str, str]] = {}
+    parser_classes: ClassVar[list[type[BaseParser]]] = [BoundedJSONParser]  # type: ignore[misc]
+    renderer_classes: ClassVar[list[type[BaseRenderer]]] = [JSONRenderer]  # type: ignore[misc]
+    content_negotiation_class = Negotiation
+    schema = Schema()
+
+    @property
+    def mq_action(self) -> str:
+        return self.mq_actions.get(self.request.method or "", "manage")
+
+    def get_authenticators(self) -> list[Any]:
+        return [cls() for cls in authentication_classes()]
+
+    def get_permissions(self) -> list[BasePermission]:
+        return [cls() for cls in permission_classes()]
+
+    def get_authenticate_header(self, request: Any) -> str:
+        # The first scheme that has a challenge (DRF asks only the first, and session
+        # auth has none), so anonymous requests get 401, not 403, when any scheme can.
+        for authenticator in self.get_authenticators():
+            header = authenticator.authenticate_header(request)
+            if header:
+                return str(header)
+        return ""
+
+    def get_exception_handler(self) -> Callable[..., Any]:
+        return exception_handler
+
+    def valid(self, serializer_class: type[Serializer[Any]], data: Any) -> Any:
+        """The validated data, or a 400 ``invalid_argument``."""
+        serializer = serializer_class(data=data)
+        serializer.is_valid(raise_exception=True)
+        return serializer.validated_data
+
+    def body(self, serializer_class: type[Serializer[Any]]) -> Any:
+        """The JSON body validated by ``serializer_class``; an empty body counts as ``{}``."""
+        data = self.request.data
+        if data is None or (hasattr(data, "dict") and not data):
+            data = {}
+        return self.valid(serializer_class, data)

@@ -1,0 +1,194 @@
+"""Messages: send (one or many), peek, cancel a scheduled one; receive and settle."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema
+from rest_framework.exceptions import NotFound
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+import django_mqlite as mq
+
+from .. import bodies, longpoll
+from .. import serializers as s
+from .base import BODY_ERRORS, MQView, errors
+
+_SEND_REQUEST = PolymorphicProxySerializer(
+    component_name="SendRequest",
+    serializers=[s.OutMessageSerializer, s.SendBatchSerializer],
+    resource_type_field_name=None,
+)
+_SEND_RESPONSE = PolymorphicProxySerializer(
+    component_name="SendResponse",
+    serializers=[s.SeqSerializer, s.SeqsSerializer],
+    resource_type_field_name=None,
+)
+
+
+def out_message(attrs: dict[str, Any]) -> mq.OutMessage:
+    options = {k: v for k, v in attrs.items() if k not in ("body", "body_base64")}
+    return mq.OutMessage(bodies.from_wire(attrs), **options)
+
+
+def no_items(queue: str) -> list[Any]:
+    """An empty batch still names a queue that must exist (404 otherwise)."""
+    mq.get_queue(queue)
+    return []
+
+
+def messages_response(items: list[dict[str, Any]], serializer: Any) -> Response:
+    return Response({"messages": serializer(items, many=True).data})
+
+
+class MessagesView(MQView):
+    mq_actions = {"GET": "read", "POST": "send"}
+
+    @extend_schema(
+        operation_id="send",
+        request=_SEND_REQUEST,
+        responses={201: _SEND_RESPONSE, **errors(*BODY_ERRORS, 409)},
+        description='Send one message, or many (`{"messages": [...]}`) in one transaction.',
+    )
+    def post(self, request: Request, name: str) -> Response:
+        data = request.data
+        if isinstance(data, dict) and "messages" in data:
+            batch = self.body(s.SendBatchSerializer)["messages"]
+            seqs = mq.send_batch(name, [out_message(m) for m in batch])
+            return Response({"seqs": seqs}, status=201)
+        message = out_message(self.body(s.OutMessageSerializer))
+        options = {k: v for k, v in vars(message).items() if k != "body"}
+        return Response({"seq": mq.send(name, message.body, **options)}, status=201)
+
+    @extend_schema(
+        operation_id="peek",
+        parameters=[s.PeekQuerySerializer],
+        responses={200: s.PeekedListSerializer, **errors(400, 404)},
+    )
+    def get(self, request: Request, name: str) -> Response:
+        query = self.valid(s.PeekQuerySerializer, request.query_params)
+        found = mq.peek(name, **query)
+        return messages_response([bodies.peeked(m) for m in found], s.PeekedSerializer)
+
+
+class MessageView(MQView):
+    mq_actions = {"DELETE": "send"}
+
+    @extend_schema(
+        operation_id="cancel_scheduled",
+        responses={204: None, **errors(400, 404)},
+        description="Remove a scheduled message that was never delivered.",
+    )
+    def delete(self, request: Request, name: str, seq: int) -> Response:
+        if not mq.cancel_scheduled(name, seq):
+            raise NotFound(f"message {seq} on {name!r} is not a never-delivered scheduled message")
+        return Response(status=204)
+
+
+class ReceiveView(MQView):
+    mq_actions = {"POST": "receive"}
+
+    @extend_schema(
+        operation_id="receive",
+        request=s.ReceiveRequestSerializer,
+        responses={200: s.ReceivedListSerializer, **errors(*BODY_ERRORS)},
+        description="Claim up to `max_messages`; `wait` long-polls up to that many seconds "
+        "(at most 20) and answers as soon as something is claimable.",
+    )
+    def post(self, request: Request, name: str) -> Response:
+        options = self.body(s.ReceiveRequestSerializer)
+        wait = options.pop("wait", 0)
+        got = longpoll.receive(name, wait=wait, **options)
+        return messages_response([bodies.received(m) for m in got], s.ReceivedSerializer)
+
+
+class ReceiveDeferredView(MQView):
+    mq_actions = {"POST": "receive"}
+
+    @extend_schema(
+        operation_id="receive_deferred",
+        request=s.ReceiveDeferredSerializer,
+        responses={200: s.ReceivedListSerializer, **errors(*BODY_ERRORS)},
+    )
+    def post(self, request: Request, name: str) -> Response:
+        options = self.body(s.ReceiveDeferredSerializer)
+        seqs = options.pop("seqs")
+        got = mq.receive_deferred(name, seqs, **options) if seqs else no_items(name)
+        return messages_response([bodies.received(m) for m in got], s.ReceivedSerializer)
+
+
+class SettleView(MQView):
+    """One settlement verb on one message, fenced on ``lock_token``."""
+
+    mq_actions = {"POST": "receive"}
+    verb: ClassVar[str] = ""
+    request_serializer: ClassVar[type[s.StrictSerializer]] = s.TokenSerializer
+
+    def post(self, request: Request, name: str, seq: int) -> Response:
+        args = dict(self.body(self.request_serializer))
+        token = args.pop("lock_token")
+        if self.verb == "renew":
+            until = mq.renew(name, seq, token, **args)
+            return Response(s.LockedUntilSerializer({"locked_until": until}).data)
+        if self.verb == "reject":
+            mq.reject(name, seq, token, args["reason"], args.get("description", ""))
+        else:
+            getattr(mq, self.verb)(name, seq, token, **args)
+        return Response(status=204)
+
+
+def _settle_view(verb: str, serializer: type[s.StrictSerializer], doc: str) -> type[SettleView]:
+    ok: Any = s.LockedUntilSerializer if verb == "renew" else None
+
+    # A function of its own per verb: extend_schema annotates the function it is given.
+    @extend_schema(
+        operation_id=verb,
+        request=serializer,
+        responses={200 if verb == "renew" else 204: ok, **errors(*BODY_ERRORS, 409)},
+        description=doc,
+    )
+    def post(self: SettleView, request: Request, name: str, seq: int) -> Response:
+        return SettleView.post(self, request, name, seq)
+
+    attrs = {"verb": verb, "request_serializer": serializer, "post": post}
+    return type(f"{verb.title()}View", (SettleView,), attrs)
+
+
+CompleteView = _settle_view("complete", s.TokenSerializer, "Complete (remove) the message.")
+AbandonView = _settle_view(
+    "abandon", s.AbandonSerializer, "Give the message back, now or after `delay` seconds."
+)
+RejectView = _settle_view("reject", s.RejectSerializer, "Dead-letter the message at once.")
+DeferView = _settle_view("defer", s.TokenSerializer, "Set the message aside (receive-deferred).")
+RenewView = _settle_view("renew", s.RenewSerializer, "Extend the message's lease.")
+
+
+class CompleteBatchView(MQView):
+    mq_actions = {"POST": "receive"}
+
+    @extend_schema(
+        operation_id="complete_batch",
+        request=s.CompleteBatchSerializer,
+        responses={200: s.ResultsSerializer, **errors(*BODY_ERRORS)},
+    )
+    def post(self, request: Request, name: str) -> Response:
+        items = self.body(s.CompleteBatchSerializer)["items"]
+        pairs = [(i["seq"], i["lock_token"]) for i in items]
+        results = mq.complete_batch(name, pairs) if pairs else no_items(name)
+        return Response({"results": results})
+
+
+class RenewBatchView(MQView):
+    mq_actions = {"POST": "receive"}
+
+    @extend_schema(
+        operation_id="renew_batch",
+        request=s.RenewBatchSerializer,
+        responses={200: s.ResultsSerializer, **errors(*BODY_ERRORS)},
+    )
+    def post(self, request: Request, name: str) -> Response:
+        options = self.body(s.RenewBatchSerializer)
+        items = [(i["seq"], i["lock_token"]) for i in options.pop("items")]
+        results = mq.renew_batch(name, items, **options) if items else no_items(name)
+        return Response({"results": results})

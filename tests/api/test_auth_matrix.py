@@ -1,0 +1,132 @@
+"""Every route: anonymous → 401/403; authenticated without the permission → 403;
+with it → the route's success status. ``healthz/`` is the one open route."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import Permission, User
+from django.test import override_settings
+from rest_framework.test import APIClient
+
+import django_mqlite as mq
+
+from .conftest import url
+
+PERMS = {
+    "read": "view_queue",
+    "send": "add_message",
+    "receive": "change_message",
+    "manage": "change_queue",
+}
+
+# (method, path, body, action, success status). {seq}/{token} come from a fresh claim,
+# {sched} is a scheduled message, {deferred} a deferred one.
+ROUTES = [
+    ("get", "queues/", None, "read", 200),
+    ("post", "queues/", {"name": "new"}, "manage", 201),
+    ("get", "queues/work/", None, "read", 200),
+    ("patch", "queues/work/", {"lock_duration": 5}, "manage", 200),
+    ("delete", "queues/empty/", None, "manage", 204),
+    ("post", "queues/work/messages/", {"body": 1}, "send", 201),
+    ("get", "queues/work/messages/", None, "read", 200),
+    ("delete", "queues/work/messages/{sched}/", None, "send", 204),
+    ("post", "queues/work/receive/", {}, "receive", 200),
+    ("post", "queues/work/messages/{seq}/complete/", {"lock_token": "{token}"}, "receive", 204),
+    ("post", "queues/work/messages/{seq}/abandon/", {"lock_token": "{token}"}, "receive", 204),
+    (
+        "post",
+        "queues/work/messages/{seq}/reject/",
+        {"lock_token": "{token}", "reason": "r"},
+        "receive",
+        204,
+    ),
+    ("post", "queues/work/messages/{seq}/defer/", {"lock_token": "{token}"}, "receive", 204),
+    ("post", "queues/work/messages/{seq}/renew/", {"lock_token": "{token}"}, "receive", 200),
+    ("post", "queues/work/complete/", {"items": []}, "receive", 200),
+    ("post", "queues/work/renew/", {"items": []}, "receive", 200),
+    ("post", "queues/work/receive-deferred/", {"seqs": ["{deferred}"]}, "receive", 200),
+    ("post", "queues/work/redrive/", {}, "manage", 200),
+    ("post", "queues/work/purge/", {}, "manage", 200),
+    ("get", "stats/", None, "read", 200),
+    ("get", "queues/work/stats/", None, "read", 200),
+    ("get", "metrics/", None, "read", 200),
+    ("get", "schema/", None, "read", 200),
+]
+
+QUEUE_PERMISSION = {
+    "API_PERMISSION_CLASSES": ["django_mqlite.api.permissions.QueuePermission"],
+}
+
+
+def _fill(value: Any, subs: dict[str, Any]) -> Any:
+    if isinstance(value, str) and value.startswith("{") and value.endswith("}"):
+        return subs[value[1:-1]]
+    if isinstance(value, str):
+        return value.format(**subs)
+    if isinstance(value, dict):
+        return {k: _fill(v, subs) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_fill(v, subs) for v in value]
+    return value
+
+
+def _call(client: APIClient, route: tuple[Any, ...]) -> Any:
+    method, path, body, _, _ = route
+    mq.create_queue("work")
+    mq.create_queue("empty")
+    deferred_seq = mq.send("work", "d")
+    (d,) = mq.receive("work")
+    d.defer()
+    subs = {"sched": mq.send("work", "s", delay=60), "deferred": deferred_seq}
+    mq.send("work", "m")
+    (m,) = mq.receive("work")
+    subs.update(seq=m.seq, token=m.lock_token)
+    kwargs = {} if body is None else {"data": _fill(body, subs), "format": "json"}
+    return getattr(client, method)(url(path.format(**subs)), **kwargs)
+
+
+def _ids(route: tuple[Any, ...]) -> str:
+    return f"{route[0]} {route[1]}"
+
+
+@pytest.mark.parametrize("route", ROUTES, ids=_ids)
+def test_anonymous_is_refused(db: Any, route: tuple[Any, ...]) -> None:
+    r = _call(APIClient(), route)
+    assert r.status_code in (401, 403), r.content
+    assert r.json()["code"] in ("unauthenticated", "permission_denied")
+
+
+@pytest.mark.parametrize("route", ROUTES, ids=_ids)
+def test_without_permission_is_403(db: Any, route: tuple[Any, ...]) -> None:
+    user = User.objects.create_user("bob")
+    # Every other permission, so it is the route's own permission that is missing.
+    others = [p for a, p in PERMS.items() if a != route[3]]
+    user.user_permissions.set(Permission.objects.filter(codename__in=others))
+    client = APIClient()
+    client.force_authenticate(User.objects.get(pk=user.pk))
+    with override_settings(MQLITE=QUEUE_PERMISSION):
+        r = _call(client, route)
+    assert r.status_code == 403, r.content
+    assert r.json()["code"] == "permission_denied"
+
+
+@pytest.mark.parametrize("route", ROUTES, ids=_ids)
+def test_with_permission_succeeds(db: Any, route: tuple[Any, ...]) -> None:
+    user = User.objects.create_user("carol")
+    user.user_permissions.set(Permission.objects.filter(codename=PERMS[route[3]]))
+    client = APIClient()
+    client.force_authenticate(User.objects.get(pk=user.pk))
+    with override_settings(MQLITE=QUEUE_PERMISSION):
+        r = _call(client, route)
+    assert r.status_code == route[4], r.content
+
+
+@pytest.mark.parametrize("route", ROUTES, ids=_ids)
+def test_default_is_any_authenticated_user(api: Any, route: tuple[Any, ...]) -> None:
+    assert _call(api, route).status_code == route[4]
+
+
+def test_healthz_needs_nothing(db: Any) -> None:
+    assert APIClient().get(url("healthz/")).status_code == 200
