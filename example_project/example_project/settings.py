@@ -48,6 +48,8 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
     "django_mqlite",
     "shop",
 ]
@@ -113,3 +115,14 @@ TASKS = {
     }
 }
 EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
+
+# The HTTP API (mounted at /mq/): token auth for programs in any language, session auth
+# for the browsable pages. Create a token: manage.py drf_create_token <username>.
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
