@@ -179,9 +179,7 @@ def lease_violations(
         counts = [d["delivery"] for d in ds]
         if len(set(counts)) != len(counts):
             bad.append(f"{seq}: delivery count repeated: {counts}")
-        completes = [
-            d for d in ds if any(v == "complete" for v, _ in settled.get(d["token"], []))
-        ]
+        completes = [d for d in ds if any(v == "complete" for v, _ in settled.get(d["token"], []))]
         if len(completes) != 1:
             bad.append(f"{seq}: {len(completes)} completing deliveries")
         elif completes[0] is not ds[-1]:
