@@ -35,18 +35,16 @@ def append(line: dict[str, Any]) -> None:
         os.close(fd)
 
 
-def plan(msg: mq.Received) -> str:
+def plan(msg: mq.Received) -> list[str]:
+    """This delivery's steps, in the order they run (an empty list: just succeed)."""
     props = msg.properties
-    for action in ("hang", "fail", "sleep"):
-        if msg.delivery_count in props.get(action, ()):
-            return action
-    return "ok"
+    return [a for a in ("sleep", "hang", "fail") if msg.delivery_count in props.get(a, ())]
 
 
 def deliver(msg: mq.Received) -> None:
     start_ms = int(time.time() * 1000)
     props = msg.properties
-    action = plan(msg)
+    steps = plan(msg)
     digest = props.get("sha256")
     append(
         {
@@ -61,15 +59,15 @@ def deliver(msg: mq.Received) -> None:
             "delivery": msg.delivery_count,
             "pid": os.getpid(),
             "start_ms": start_ms,
-            "action": action,
+            "steps": steps,
         }
     )
-    if action == "fail":
-        raise ValueError(f"planned failure on delivery {msg.delivery_count}")
-    if action == "sleep":
+    if "sleep" in steps:
         time.sleep(float(props.get("sleep_s", 2.0)))
-    if action == "hang":
+    if "hang" in steps:
         time.sleep(3600)
+    if "fail" in steps:
+        raise ValueError(f"planned failure on delivery {msg.delivery_count}")
 
 
 mq.consumer("sweep", timeout=SWEEP_TIMEOUT_S)(deliver)
