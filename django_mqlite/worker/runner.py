@@ -8,6 +8,7 @@ LISTEN. See ``docs/workers.md`` for the operator's view.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import random
@@ -151,7 +152,7 @@ class Worker:
         self._safely(lambda: self._release(self.pool.take_pending()))
         self._safely(self._flush_completions)
         for d in self.pool.held():  # still running past the shutdown timeout
-            self._safely(lambda d=d: self._abandon(d, SHUTDOWN_ERROR))
+            self._safely(functools.partial(self._abandon, d, SHUTDOWN_ERROR))
         self._safely(self._flush_completions)
         self.pool.close()
         for t in self._threads:
@@ -352,9 +353,7 @@ class Worker:
         for queue, ds in by_queue.items():
             for part in core.chunks(ds, settle.MAX_COMPLETE_BATCH):
                 try:
-                    ok = settle.complete_batch(
-                        queue, [d.item() for d in part], using=self.using
-                    )
+                    ok = settle.complete_batch(queue, [d.item() for d in part], using=self.using)
                 except DatabaseError:
                     # Keep them (and their leases) for the next tick: a retry of a
                     # batch that did commit is an exact replay and succeeds.

@@ -10,6 +10,7 @@ when) and the lifetime counters.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -184,7 +185,7 @@ def lease_violations(
             bad.append(f"{seq}: {len(completes)} completing deliveries")
         elif completes[0] is not ds[-1]:
             bad.append(f"{seq}: delivered after completion (delivery {ds[-1]['delivery']})")
-        for prev, nxt in zip(ds, ds[1:], strict=False):
+        for prev, nxt in itertools.pairwise(ds):
             ends = [t for _v, t in settled.get(prev["token"], [])]
             end = min(ends) if ends else prev["until_ms"]
             begin = nxt["until_ms"] - lock_ms if engine_clock else nxt["start_ms"]

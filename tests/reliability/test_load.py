@@ -68,8 +68,7 @@ def test_fifty_producers_while_workers_drain(tmp_path: Path, long_run: bool) -> 
         for _ in range(3):
             fleet.start("-q", "drain", "-c", "4")
         threads = [
-            threading.Thread(target=produce, args=(p, per, sent, errors))
-            for p in range(PRODUCERS)
+            threading.Thread(target=produce, args=(p, per, sent, errors)) for p in range(PRODUCERS)
         ]
         for t in threads:
             t.start()

@@ -55,7 +55,7 @@ def deliver(msg: mq.Received) -> None:
             "token": msg.lock_token,
             "until_ms": None
             if msg.locked_until is None
-            else int(round(msg.locked_until.timestamp() * 1000)),
+            else round(msg.locked_until.timestamp() * 1000),
             "delivery": msg.delivery_count,
             "pid": os.getpid(),
             "start_ms": start_ms,

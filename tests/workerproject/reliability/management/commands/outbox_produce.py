@@ -34,9 +34,13 @@ class Command(BaseCommand):
         for i in range(opts["count"]):
             ref = f"{opts['prefix']}-{i}"
             with transaction.atomic():
-                first, second = (self.send, self.row) if opts["send_first"] else (
-                    self.row,
-                    self.send,
+                first, second = (
+                    (self.send, self.row)
+                    if opts["send_first"]
+                    else (
+                        self.row,
+                        self.send,
+                    )
                 )
                 first(ref)
                 if i == opts["hold_at"]:
