@@ -46,3 +46,19 @@ def workers(tmp_path: Any) -> Iterator[Any]:
 def clock() -> Iterator[mq.clock.FrozenClock]:
     with mq.clock.frozen() as c:
         yield c
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--long",
+        action="store_true",
+        default=False,
+        help="run the reliability suite (tests/reliability/) at its long-run sizes "
+        "(see docs/reliability.md)",
+    )
+
+
+@pytest.fixture
+def long_run(request: pytest.FixtureRequest) -> bool:
+    """True under ``--long``: reliability tests pick their big sizes and durations."""
+    return bool(request.config.getoption("--long"))

@@ -75,3 +75,22 @@ def test_settings_and_pruning(lease_q: str, clock: Any) -> None:
     clock.advance(59)
     assert mq.reap()["workers_pruned"] == 1
     assert not Worker.objects.exists()
+
+
+def test_a_claim_is_proof_of_life(lease_q: str, clock: Any) -> None:
+    """A worker that was frozen past WORKER_STALE_AFTER (SIGSTOP, a VM pause) and claims
+    as soon as it resumes, before its heartbeat thread runs: the fresh lock must not be
+    reclaimed as a dead worker's, or a second worker would get the message while the
+    first runs it under a live lease (found by tests/reliability/test_integrity_sweep.py).
+    """
+    paused = make_worker(clock.now_ms())
+    seq = mq.send(lease_q, "a")
+    clock.advance(20)  # silent for longer than WORKER_STALE_AFTER (15 s)
+    [m] = mq.receive(lease_q, worker_id=paused)
+    assert mq.reap()["stale_worker_locks"] == 0
+    assert [(p.seq, p.state) for p in mq.peek(lease_q)] == [(seq, "locked")]
+    m.complete()
+    mq.send(lease_q, "b")
+    mq.receive(lease_q, worker_id=paused)
+    clock.advance(16)  # when it does fall silent, its locks come back as before
+    assert mq.reap()["stale_worker_locks"] == 1

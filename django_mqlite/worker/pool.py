@@ -106,6 +106,11 @@ class Pool:
             out, self.done = self.done, []
             return out
 
+    def give_back_done(self, deliveries: list[Delivery]) -> None:
+        """Return completions that could not be flushed, to be tried again."""
+        with self.lock:
+            self.done[:0] = deliveries
+
     def held(self) -> list[Delivery]:
         """Deliveries whose lease the worker must keep alive."""
         with self.lock:

@@ -8,6 +8,7 @@ LISTEN. See ``docs/workers.md`` for the operator's view.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import random
@@ -16,11 +17,12 @@ import sys
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from types import FrameType
 from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
+from django.db import Error as DatabaseError
 from django.db import connections
 
 from .. import consumers as consumers_mod
@@ -45,6 +47,9 @@ IDLE_MIN_S = 0.01
 IDLE_MAX_S = 1.0  # without NOTIFY (SQLite): the bounded back-off poll tops out here
 IDLE_MAX_LISTENING_S = 5.0  # with NOTIFY a poll only catches due retries and schedules
 SHUTDOWN_ERROR = "worker stopped before the handler finished (shutdown timeout)"
+# After a database error the loop waits this long (doubling) before trying again.
+FAULT_MIN_S = 0.05
+FAULT_MAX_S = 5.0
 
 
 class Worker:
@@ -152,18 +157,28 @@ class Worker:
         )
 
     def _finish(self) -> None:
-        self._release(self.pool.take_pending())
-        self._flush_completions()
+        # Each step may meet a database fault; what it could not hand back returns
+        # through lease expiry or the stale-worker pass, so log it and go on stopping.
+        self._safely(lambda: self._release(self.pool.take_pending()))
+        self._safely(self._flush_completions)
         for d in self.pool.held():  # still running past the shutdown timeout
-            self._abandon(d, SHUTDOWN_ERROR)
-        self._flush_completions()
+            self._safely(functools.partial(self._abandon, d, SHUTDOWN_ERROR))
+        self._safely(self._flush_completions)
         self.pool.close()
         for t in self._threads:
             t.stop()
         if self.worker_id is not None:
-            background.mark_stopped(self.worker_id, self.using)
+            wid = self.worker_id
+            self._safely(lambda: background.mark_stopped(wid, self.using))
         logger.info("worker %s stopped (%s)", self.worker_id, self.stop_reason or "done")
-        connections[self.using].close()
+        self._close_connection()
+
+    def _safely(self, step: Callable[[], Any]) -> None:
+        try:
+            step()
+        except DatabaseError as exc:
+            logger.warning("while stopping: database error (%s: %s)", type(exc).__name__, exc)
+            self._close_connection()
 
     def _install_signals(self) -> dict[int, Any]:
         if not self.install_signals or threading.current_thread() is not threading.main_thread():
@@ -186,34 +201,72 @@ class Worker:
     # -- the loop -----------------------------------------------------------------------
 
     def _loop(self) -> None:
+        """Run ticks until one says the worker is done.
+
+        A database error (a dropped connection, a locked SQLite file, a failover) never
+        ends the worker: it is logged, the connection is closed so the next tick opens a
+        fresh one, and the loop backs off (50 ms doubling to 5 s) and carries on. Every
+        step is safe to repeat: held leases are renewed on the next tick, completions
+        that did not go through are retried (an exact replay of one that did commit
+        succeeds, thanks to its receipt), and a claim whose reply was lost comes back
+        through lease expiry.
+        """
         idle_s = IDLE_MIN_S
-        idle_max = IDLE_MAX_LISTENING_S if self.listening else IDLE_MAX_S
+        fault_s = 0.0
         keys = [*self.consumers, self._wake_key]
         while True:
             since = wakeup.generations(keys)
-            self._flush_completions()
-            self._expire_timeouts()
-            self._renew_due()
-            self._check_memory()
-            if self.stop_reason is not None:
-                self._release(self.pool.take_pending())
-                if not self.pool.busy():
-                    return
+            try:
+                next_idle = self._tick(since, idle_s)
+            except DatabaseError as exc:
+                fault_s = min(max(fault_s * 2, FAULT_MIN_S), FAULT_MAX_S)
+                logger.warning(
+                    "database error (%s: %s); reconnecting in %.2fs",
+                    type(exc).__name__,
+                    exc,
+                    fault_s,
+                )
+                self._close_connection()
                 if self._drain_deadline is not None and time.monotonic() > self._drain_deadline:
-                    logger.warning("shutdown timeout: abandoning %s running", self.pool.busy())
                     return
-                wakeup.wait_any(since, self._next_deadline(0.5))
+                wakeup.wait_any(since, fault_s)
                 continue
-            got = self._claim()
-            if got:
-                idle_s = IDLE_MIN_S
-                if self.pool.free():
-                    continue
-            elif self._out_of_work():
+            fault_s = 0.0
+            if next_idle is None:
                 return
-            wakeup.wait_any(since, self._next_deadline(idle_s if self.pool.free() else 1.0))
-            if not got:
-                idle_s = min(idle_s * 2, idle_max)
+            idle_s = next_idle
+
+    def _tick(self, since: Any, idle_s: float) -> float | None:
+        """One pass of the loop; returns the next idle back-off, or None to stop."""
+        idle_max = IDLE_MAX_LISTENING_S if self.listening else IDLE_MAX_S
+        self._flush_completions()
+        self._expire_timeouts()
+        self._renew_due()
+        self._check_memory()
+        if self.stop_reason is not None:
+            self._release(self.pool.take_pending())
+            if not self.pool.busy():
+                return None
+            if self._drain_deadline is not None and time.monotonic() > self._drain_deadline:
+                logger.warning("shutdown timeout: abandoning %s running", self.pool.busy())
+                return None
+            wakeup.wait_any(since, self._next_deadline(0.5))
+            return idle_s
+        got = self._claim()
+        if got:
+            if self.pool.free():
+                return IDLE_MIN_S
+            idle_s = IDLE_MIN_S
+        elif self._out_of_work():
+            return None
+        wakeup.wait_any(since, self._next_deadline(idle_s if self.pool.free() else 1.0))
+        return idle_s if got else min(idle_s * 2, idle_max)
+
+    def _close_connection(self) -> None:
+        try:
+            connections[self.using].close()
+        except DatabaseError:
+            pass  # it was broken; Django has dropped it either way
 
     def _out_of_work(self) -> bool:
         """True when the worker should exit: burst found nothing, or max-messages is done."""
@@ -310,11 +363,20 @@ class Worker:
 
     def _flush_completions(self) -> None:
         by_queue: dict[str, list[Delivery]] = defaultdict(list)
-        for d in self.pool.take_done():
+        todo = self.pool.take_done()
+        for d in todo:
             by_queue[d.msg.queue].append(d)
+        flushed: set[int] = set()
         for queue, ds in by_queue.items():
             for part in core.chunks(ds, settle.MAX_COMPLETE_BATCH):
-                ok = settle.complete_batch(queue, [d.item() for d in part], using=self.using)
+                try:
+                    ok = settle.complete_batch(queue, [d.item() for d in part], using=self.using)
+                except DatabaseError:
+                    # Keep them (and their leases) for the next tick: a retry of a
+                    # batch that did commit is an exact replay and succeeds.
+                    self.pool.give_back_done([d for d in todo if id(d) not in flushed])
+                    raise
+                flushed.update(id(d) for d in part)
                 for d, done in zip(part, ok, strict=True):
                     if not done:
                         logger.warning(

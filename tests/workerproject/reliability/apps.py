@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class ReliabilityConfig(AppConfig):
+    name = "tests.workerproject.reliability"
+    label = "reliability"
