@@ -1,21 +1,25 @@
-"""Load: 50 concurrent producers send while worker processes drain, the contention of a
-real broker; nothing is lost and nothing is completed twice.
+"""Load: 50 concurrent HTTP producers send through the API while worker processes drain,
+the contention of a real broker; nothing is lost and nothing is completed twice.
 
-The producers call the Python API (``mq.send``) from 50 threads, each with its own
-database connection. ``PRODUCE`` is the one place a producer sends: the HTTP API's
-load test (50 HTTP clients against ``POST /queues/<q>/messages``) swaps it for an HTTP
-client once the API is merged; the drain and the checks stay as they are.
+Each producer is a thread posting ``POST /mq/queues/drain/messages/`` with a token to the
+live server (which serves each request on its own thread and database connection). A
+producer retries a failed request with the same ``message_id``; dedup makes the retry
+return the original seq.
 
 CI: 50 x 200 messages, 3 workers x 4 threads. ``--long``: 50 x 2,000.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.db import OperationalError, connection, connections
@@ -30,23 +34,47 @@ PRODUCERS = 50
 FLEET = {"HEARTBEAT_INTERVAL": 0.5, "WORKER_STALE_AFTER": 5.0, "REAP_INTERVAL": 0.5}
 
 
-def send_python(producer: int, i: int) -> int:
-    return mq.send("drain", {"p": producer, "i": i}, message_id=f"{producer}-{i}")
+class ServerError(Exception):
+    """A 5xx from the API: never acceptable."""
 
 
-PRODUCE: Callable[[int, int], int] = send_python
+def http_sender(base_url: str, token: str) -> Callable[[int, int], int]:
+    url = f"{base_url}/mq/queues/drain/messages/"
+
+    def send(producer: int, i: int) -> int:
+        body = json.dumps({"body": {"p": producer, "i": i}, "message_id": f"{producer}-{i}"})
+        request = urllib.request.Request(
+            url,
+            data=body.encode(),
+            headers={"Authorization": f"Token {token}", "Content-Type": "application/json"},
+            method="POST",
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=60) as response:
+                assert response.status == 201
+                return int(json.loads(response.read())["seq"])
+        except urllib.error.HTTPError as exc:
+            raise ServerError(f"{exc.code}: {exc.read()[:200]!r}") from exc
+
+    return send
 
 
-def produce(producer: int, count: int, out: dict[str, int], errors: list[BaseException]) -> None:
+def produce(
+    send: Callable[[int, int], int],
+    producer: int,
+    count: int,
+    out: dict[str, int],
+    errors: list[BaseException],
+) -> None:
     try:
         for i in range(count):
             for attempt in range(100):
                 try:
-                    # A retry after an error is safe: message_id dedups a send that did
-                    # commit before its reply was lost.
-                    out[f"{producer}-{i}"] = PRODUCE(producer, i)
+                    # A retry after a dropped connection is safe: message_id dedups a send
+                    # that did commit before its reply was lost.
+                    out[f"{producer}-{i}"] = send(producer, i)
                     break
-                except OperationalError:  # SQLite: busy under heavy contention
+                except (urllib.error.URLError, ConnectionError, OperationalError):
                     if attempt == 99:
                         raise
                     time.sleep(0.01 * (attempt + 1))
@@ -56,10 +84,16 @@ def produce(producer: int, count: int, out: dict[str, int], errors: list[BaseExc
         connections.close_all()
 
 
-def test_fifty_producers_while_workers_drain(tmp_path: Path, long_run: bool) -> None:
+def test_fifty_http_producers_while_workers_drain(
+    tmp_path: Path, long_run: bool, live_server: Any, django_user_model: Any
+) -> None:
+    from rest_framework.authtoken.models import Token
+
     per = 2_000 if long_run else 200
     total = PRODUCERS * per
     mq.create_queue("drain", lock_duration=10)
+    user = django_user_model.objects.create_user("producer", password="x")
+    send = http_sender(live_server.url, Token.objects.create(user=user).key)
     fleet = Fleet(tmp_path, FLEET)
     sent: dict[str, int] = {}
     errors: list[BaseException] = []
@@ -68,7 +102,8 @@ def test_fifty_producers_while_workers_drain(tmp_path: Path, long_run: bool) -> 
         for _ in range(3):
             fleet.start("-q", "drain", "-c", "4")
         threads = [
-            threading.Thread(target=produce, args=(p, per, sent, errors)) for p in range(PRODUCERS)
+            threading.Thread(target=produce, args=(send, p, per, sent, errors))
+            for p in range(PRODUCERS)
         ]
         for t in threads:
             t.start()
@@ -97,7 +132,7 @@ def test_fifty_producers_while_workers_drain(tmp_path: Path, long_run: bool) -> 
     t = check_totals("drain")
     assert t["enqueued"] == total and t["completed"] == total, t
     print(
-        f"\nload on {connection.vendor}: {PRODUCERS} producers x {per} = {total} sent in "
+        f"\nload on {connection.vendor}: {PRODUCERS} HTTP producers x {per} = {total} sent in "
         f"{produced_s:.1f}s while draining; all completed after {elapsed:.1f}s; "
         f"{len(records)} deliveries"
     )
