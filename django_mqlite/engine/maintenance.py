@@ -100,7 +100,9 @@ def expire_locks(alias: str) -> int:
 # Locks held by a worker that stopped heartbeating (or said it stopped). Parameter: the
 # oldest last_seen that still counts as alive.
 _STALE_OWNER = (
-    "state = 'locked' AND locked_by IN (SELECT w.id FROM mqlite_worker w "
+    # ``locked_by IS NOT NULL`` is implied by the IN, but PostgreSQL only matches a
+    # partial index on terms it can see: spell it out so mqlite_msg_owner applies.
+    "state = 'locked' AND locked_by IS NOT NULL AND locked_by IN (SELECT w.id FROM mqlite_worker w "
     "WHERE w.stopped_at IS NOT NULL OR w.last_seen <= %s)"
 )
 
