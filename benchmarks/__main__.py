@@ -107,8 +107,9 @@ def _database_env(db: str, tmp: Path) -> dict[str, str]:
     env = {
         "BENCH_DB": db,
         "DJANGO_SETTINGS_MODULE": "benchmarks.benchproject.settings",
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).parent.parent),
-                                                    os.environ.get("PYTHONPATH")])),
+        "PYTHONPATH": os.pathsep.join(
+            filter(None, [str(Path(__file__).parent.parent), os.environ.get("PYTHONPATH")])
+        ),
     }
     if db == "sqlite":
         env["BENCH_SQLITE_PATH"] = str(tmp / "bench.sqlite3")

@@ -59,7 +59,7 @@ def run_child(db: str, quick: bool, only: list[str], repeat: int, out: Path) -> 
         print(f"[{db}] {name}: {time.perf_counter() - start:.1f}s", flush=True)
         for key, value in got.items():
             if "median" in value:
-                print(f"    {key:40s} {value['median']:>12.1f} {value['unit']}", flush=True)
+                print(f"    {key:40s} {value['median']:>12.3f} {value['unit']}", flush=True)
             else:
                 print(f"    {key:40s} {value}", flush=True)
     out.write_text(json.dumps(results))

@@ -64,8 +64,8 @@ def claim_one_task() -> Any:
 def bulk_tasks(n: int) -> None:
     """A backlog of ``n`` ready no-op tasks: the rows ``enqueue()`` writes (the fields of
     django-tasks-db's ``_task_to_db_task``), saved with ``bulk_create``."""
-    from django_tasks_db.models import DBTaskResult, get_date_max
     from django.utils import timezone
+    from django_tasks_db.models import DBTaskResult, get_date_max
 
     from .benchproject.noop.tasks import noop_task
 

@@ -14,7 +14,7 @@ import os
 import tempfile
 from pathlib import Path
 
-SECRET_KEY = "benchmarks-only-not-secret"
+SECRET_KEY = "benchmarks-only-not-secret"  # noqa: S105 - a local benchmark project
 DEBUG = False
 USE_TZ = True
 TIME_ZONE = "UTC"

@@ -14,9 +14,9 @@ import sqlite3
 import time
 from typing import Any
 
-import django_mqlite as mq
 from django.db import connection
 
+import django_mqlite as mq
 from django_mqlite.engine import claim, core
 from django_mqlite.engine.dialects import dialect_for
 
@@ -142,7 +142,9 @@ def raw_floor(ctx: Context) -> dict[str, Any]:
                     done += k
             else:
                 while got := mq.receive("bench", max_messages=BATCH):
-                    done += sum(mq.complete_batch("bench", [(m.seq, m.lock_token or "") for m in got]))
+                    done += sum(
+                        mq.complete_batch("bench", [(m.seq, m.lock_token or "") for m in got])
+                    )
         return rate(done, t.seconds)
 
     for who, raw in (("sqlite3", True), ("mqlite", False)):

@@ -12,7 +12,7 @@ from typing import Any
 import django_mqlite as mq
 
 from .. import peers
-from ..backlog import BODY, fill, fill_direct
+from ..backlog import BODY, fill_direct
 from ..harness import Context, reset, summary
 
 SAMPLES = 300

@@ -48,6 +48,7 @@ def worker_rss(ctx: Context) -> dict[str, Any]:
         raise RuntimeError("the worker exited with messages left")
     # Growth is judged after warm-up (the first 10% of the drain: imports, caches, the
     # pool's threads) up to the last sample.
+    step = max(1, len(samples) // 200)
     warm = [kib for t, _, kib in samples if t >= seconds * 0.1] or [s[2] for s in samples]
     return {
         "mqlite.worker_rss": {
@@ -60,6 +61,6 @@ def worker_rss(ctx: Context) -> dict[str, Any]:
             "last": warm[-1] / 1024,
             "growth": (warm[-1] - warm[0]) / 1024,
             "msg_per_s": n / seconds,
-            "timeline": [(round(t, 1), left, kib) for t, left, kib in samples[:: max(1, len(samples) // 200)]],
+            "timeline": [(round(t, 1), left, kib) for t, left, kib in samples[::step]],
         }
     }

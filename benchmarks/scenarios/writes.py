@@ -14,8 +14,9 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-import django_mqlite as mq
 from django.db import connection
+
+import django_mqlite as mq
 
 from .. import peers
 from ..backlog import fill
