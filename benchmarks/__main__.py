@@ -83,7 +83,10 @@ def _run(args: argparse.Namespace) -> int:
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "quick": args.quick,
         "repeat": args.repeat,
-        "sizes": QUICK if args.quick else FULL,
+        "sizes": {
+            **(QUICK if args.quick else FULL),
+            **json.loads(os.environ.get("BENCH_SIZES") or "{}"),
+        },
         "machine": machine.describe(),
         "results": {},
     }

@@ -39,7 +39,10 @@ def run_child(db: str, quick: bool, only: list[str], repeat: int, out: Path) -> 
 
     call_command("migrate", verbosity=0)
     mq.create_queue("bench")
-    ctx = Context(db=db, quick=quick, repeat=repeat, sizes=dict(QUICK if quick else FULL))
+    sizes = dict(QUICK if quick else FULL)
+    # BENCH_SIZES (JSON) overrides sizes: the smoke test runs everything tiny.
+    sizes.update(json.loads(os.environ.get("BENCH_SIZES") or "{}"))
+    ctx = Context(db=db, quick=quick, repeat=repeat, sizes=sizes)
     names = only or list(SCENARIOS)
     unknown = set(names) - set(SCENARIOS)
     if unknown:

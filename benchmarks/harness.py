@@ -41,10 +41,10 @@ class Context:
     db: str  # "sqlite" or "postgres"
     quick: bool
     repeat: int
-    sizes: dict[str, int] = field(default_factory=dict)
+    sizes: dict[str, Any] = field(default_factory=dict)
 
     def size(self, name: str) -> int:
-        return self.sizes[name]
+        return int(self.sizes[name])
 
     def manage(self, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
         """Start ``manage.py <args>`` of the bench project with this run's database."""

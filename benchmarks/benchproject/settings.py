@@ -30,6 +30,9 @@ if DB == "postgres":
             "HOST": os.environ.get("PGHOST", "127.0.0.1"),
             "PORT": os.environ.get("PGPORT", "5432"),
             "PASSWORD": os.environ.get("PGPASSWORD", ""),
+            # Persistent connections: db_worker calls close_old_connections() twice per
+            # task, which with Django's default of 0 reconnects for every task.
+            "CONN_MAX_AGE": None,
         }
     }
 else:
@@ -42,6 +45,7 @@ else:
             "NAME": os.environ.get(
                 "BENCH_SQLITE_PATH", str(Path(tempfile.gettempdir()) / "mqlite-bench.sqlite3")
             ),
+            "CONN_MAX_AGE": None,
             "OPTIONS": {
                 "transaction_mode": "IMMEDIATE",
                 "timeout": 30,

@@ -38,7 +38,7 @@ def _stats(samples: list[float], backlog: int) -> dict[str, Any]:
 
 def claim_latency(ctx: Context) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for backlog in ctx.sizes["backlogs"]:  # type: ignore[attr-defined]
+    for backlog in ctx.sizes["backlogs"]:
         reset()
         fill_direct("bench", backlog)
         _claim_ms("bench", 50)  # warm the cache and the connection
@@ -49,7 +49,7 @@ def claim_latency(ctx: Context) -> dict[str, Any]:
             everything += s
         out[f"mqlite.claim_{backlog}"] = summary(medians, "ms", **_stats(everything, backlog))
     if peers.has_tasks_db():
-        for backlog in ctx.sizes["tasks_backlogs"]:  # type: ignore[attr-defined]
+        for backlog in ctx.sizes["tasks_backlogs"]:
             reset()
             peers.bulk_tasks(backlog)
             medians, everything = [], []
