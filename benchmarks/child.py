@@ -23,7 +23,7 @@ def _fresh_postgres(name: str) -> None:
 
 
 def run_child(db: str, quick: bool, only: list[str], repeat: int, out: Path) -> int:
-    from .__main__ import FULL, QUICK
+    from .__main__ import sizes_for
 
     if db == "postgres":
         _fresh_postgres(os.environ.get("BENCH_PG_NAME", "mqlite_bench"))
@@ -39,10 +39,7 @@ def run_child(db: str, quick: bool, only: list[str], repeat: int, out: Path) -> 
 
     call_command("migrate", verbosity=0)
     mq.create_queue("bench")
-    sizes = dict(QUICK if quick else FULL)
-    # BENCH_SIZES (JSON) overrides sizes: the smoke test runs everything tiny.
-    sizes.update(json.loads(os.environ.get("BENCH_SIZES") or "{}"))
-    ctx = Context(db=db, quick=quick, repeat=repeat, sizes=sizes)
+    ctx = Context(db=db, quick=quick, repeat=repeat, sizes=sizes_for(db, quick))
     names = only or list(SCENARIOS)
     unknown = set(names) - set(SCENARIOS)
     if unknown:

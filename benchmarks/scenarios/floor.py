@@ -21,7 +21,7 @@ from django_mqlite.engine import claim, core
 from django_mqlite.engine.dialects import dialect_for
 
 from ..backlog import BODY, fill
-from ..harness import Context, Stopwatch, rate, repeat, reset, skipped
+from ..harness import Context, Stopwatch, repeat, reset, skipped
 
 BATCH = 64
 
@@ -120,7 +120,7 @@ def raw_floor(ctx: Context) -> dict[str, Any]:
     single = ctx.size("single")
     out: dict[str, Any] = {}
 
-    def produce(k: int, total: int, raw: bool) -> float:
+    def produce(k: int, total: int, raw: bool) -> tuple[float, float]:
         reset()
         with Stopwatch() as t:
             for _ in range(total // k):
@@ -130,9 +130,9 @@ def raw_floor(ctx: Context) -> dict[str, Any]:
                     mq.send("bench", BODY)
                 else:
                     mq.send_batch("bench", [mq.OutMessage(BODY) for _ in range(k)])
-        return rate(total // k * k, t.seconds)
+        return t.result(total // k * k)
 
-    def drain(raw: bool) -> float:
+    def drain(raw: bool) -> tuple[float, float]:
         reset()
         fill("bench", n)
         done = 0
@@ -145,7 +145,7 @@ def raw_floor(ctx: Context) -> dict[str, Any]:
                     done += sum(
                         mq.complete_batch("bench", [(m.seq, m.lock_token or "") for m in got])
                     )
-        return rate(done, t.seconds)
+        return t.result(done)
 
     for who, raw in (("sqlite3", True), ("mqlite", False)):
         out[f"{who}.floor_produce_single"] = repeat(

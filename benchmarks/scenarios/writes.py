@@ -70,7 +70,7 @@ def write_amplification(ctx: Context) -> dict[str, Any]:
             per.append(_wal_bytes(_mqlite_lifecycle(m, batch)) / m)
         out[f"mqlite.bytes_per_msg_batch{batch}"] = summary(per, "bytes/msg", n=m, body=256)
     if peers.has_tasks_db():
-        m = n // 10
+        m = min(n // 10, ctx.size("tasks_drain"))
         per = []
         for _ in range(ctx.repeat):
             reset()
