@@ -77,7 +77,14 @@ def main(argv: list[str] | None = None) -> int:
     plot = sub.add_parser("plot", help="draw the PNGs from a results file")
     plot.add_argument("results")
     plot.add_argument("--dir", default="docs/img")
+    report = sub.add_parser("report", help="print a results file as Markdown tables")
+    report.add_argument("results")
     args = parser.parse_args(argv)
+    if args.command == "report":
+        from .report import tables
+
+        print(tables(json.loads(Path(args.results).read_text())))
+        return 0
     if args.command == "plot":
         from .plot import draw
 
