@@ -72,6 +72,7 @@ def draw(data: dict[str, Any], outdir: Path) -> None:
         ax.barh([y + 0.2 for y in ys], ours, height=0.4, label="django-mqlite")
         ax.barh([y - 0.2 for y in ys], peer, height=0.4, label="django-tasks-db")
         ax.set_yticks(list(ys), labels)
+        ax.invert_yaxis()
         ax.set_xscale("log")
         ax.set_xlabel("messages (tasks) per second, median")
         ax.set_title(db)
