@@ -13,6 +13,7 @@ ROWS = [  # (scenario, mqlite key, peer key, unit)
     ("produce batch 256", "mqlite.produce_batch_256", "tasks_db.produce_batch_256", "/s"),
     ("drain, 1 worker process", "mqlite.drain_1proc", "tasks_db.drain_1proc", "/s"),
     ("drain, 2 worker processes", "mqlite.drain_2proc", "tasks_db.drain_2proc", "/s"),
+    ("drain, 2 processes, synchronous_commit=off", "mqlite.drain_2proc_async_commit", None, "/s"),
     ("Django Tasks drain, 1 process", "mqlite.tasks_drain_1proc", "tasks_db.drain_1proc", "/s"),
     ("end to end (produce + consume)", "mqlite.end_to_end", "tasks_db.end_to_end", "/s"),
     ("claim latency, 1k backlog", "mqlite.claim_1000", "tasks_db.claim_1000", "ms"),

@@ -3,6 +3,7 @@
 - ``BENCH_DB``: ``sqlite`` (default) or ``postgres``;
 - ``BENCH_SQLITE_PATH``: the SQLite file (WAL, ``BEGIN IMMEDIATE``, ``synchronous=NORMAL``);
 - ``BENCH_PG_NAME`` / ``PGHOST`` / ``PGUSER`` / ``PGPASSWORD`` / ``PGPORT``: PostgreSQL;
+- ``BENCH_PG_ASYNC_COMMIT=1``: PostgreSQL sessions at ``synchronous_commit=off``;
 - ``BENCH_NO_CHECKPOINT=1``: SQLite connections never auto-checkpoint, so the WAL's
   growth is every byte the run wrote (the write-amplification scenario).
 """
@@ -35,6 +36,8 @@ if DB == "postgres":
             "CONN_MAX_AGE": None,
         }
     }
+    if os.environ.get("BENCH_PG_ASYNC_COMMIT") == "1":
+        DATABASES["default"]["OPTIONS"] = {"options": "-c synchronous_commit=off"}
 else:
     _pragmas = "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
     if os.environ.get("BENCH_NO_CHECKPOINT") == "1":
