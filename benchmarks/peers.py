@@ -4,6 +4,7 @@ the hook for our own Tasks backend, which lives on another branch until it is me
 from __future__ import annotations
 
 import importlib.util
+from pathlib import Path
 from typing import Any
 
 
@@ -12,7 +13,14 @@ def has_tasks_db() -> bool:
 
 
 def has_mqlite_backend() -> bool:
-    return importlib.util.find_spec("django_mqlite.backends") is not None
+    """Whether this checkout's ``django_mqlite`` has the Tasks backend. The module must
+    sit beside the package's ``__init__``: an editable install of another checkout can
+    otherwise supply a module this one lacks, and the run would mix two versions."""
+    import django_mqlite
+
+    spec = importlib.util.find_spec("django_mqlite.backends")
+    here = Path(django_mqlite.__file__).resolve().parent
+    return spec is not None and spec.origin is not None and Path(spec.origin).parent == here
 
 
 TASKS_DB_MISSING = "django-tasks-db is not installed (pip install -e '.[bench]')"

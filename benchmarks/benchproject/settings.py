@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import tempfile
 from pathlib import Path
@@ -70,8 +69,9 @@ try:  # the django-tasks-db peer is an optional bench dependency
     TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
 except ImportError:  # pragma: no cover
     TASKS = {}
-if importlib.util.find_spec("django_mqlite.backends") is not None:  # after the Tasks merge
-    TASKS["mqlite"] = {"BACKEND": "django_mqlite.backends.MQLiteBackend"}
+if (Path(__file__).resolve().parents[2] / "django_mqlite" / "backends.py").exists():
+    # After the Tasks backend is merged (checked by file: see peers.has_mqlite_backend).
+    TASKS["mqlite"] = {"BACKEND": "django_mqlite.backends.MQLiteBackend", "QUEUES": ["default"]}
 
 MQLITE: dict[str, object] = {"QUEUES": {"bench": {}}}
 LOGGING = {"version": 1, "disable_existing_loggers": False, "root": {"level": "WARNING"}}

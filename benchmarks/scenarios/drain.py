@@ -93,15 +93,22 @@ def tasks_drain(ctx: Context) -> dict[str, Any]:
 
 def _mqlite_tasks_drain(ctx: Context) -> dict[str, Any]:  # pragma: no cover
     """Once ``django_mqlite.backends.MQLiteBackend`` is merged the bench settings add it as
-    the ``mqlite`` Tasks backend: enqueue with ``noop_task.using(backend="mqlite")`` in
-    transactions of 256 and drain with ``runworker --burst`` as above."""
+    the ``mqlite`` Tasks backend (serving queue ``default``): enqueue through
+    ``noop_task.using(backend="mqlite")`` in transactions of 256 and drain with
+    ``runworker --queue default --burst`` as above."""
     n = ctx.size("drain")
 
     def once() -> tuple[float, float]:
         reset()
         peers.enqueue_tasks(n, per_transaction=256, backend="mqlite")
         with Stopwatch() as t:
-            wait_all([ctx.manage("runworker", "--burst", "-c", CONCURRENCY, "-v0")], 600)
+            worker = ctx.manage(
+                "runworker", "--queue", "default", "--burst", "-c", CONCURRENCY, "--no-reaper"
+            )
+            wait_all([worker], 600)
+        left = pending("default")
+        if left:
+            raise RuntimeError(f"the Tasks drain left {left} tasks")
         return t.result(n)
 
     return repeat(ctx, once, "tasks/s", n=n)
