@@ -21,12 +21,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import connections
 from django.db.backends.utils import CursorWrapper
 
 from ..conf import mqlite_settings
 from ..exceptions import InvalidArgumentError, QueueNotFoundError
 from .clock import from_ms
+from .cursor import cursor_for
 from .dialects import Dialect, dialect_for
 from .types import TOTAL_NAMES, Ordering, Queue
 
@@ -46,10 +46,6 @@ MESSAGE_COLUMNS = (
 
 def alias_of(using: str | None) -> str:
     return using or mqlite_settings.DATABASE
-
-
-def cursor_for(alias: str) -> CursorWrapper:
-    return connections[alias].cursor()
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,142 @@
+"""``python -m benchmarks run [--db sqlite|postgres|both] [--quick] [--scenario NAME...]
+[--out results.json]``; ``python -m benchmarks plot results.json``.
+
+``run`` starts one child process per database (Django is configured once per process),
+each running the chosen scenarios against a fresh database, and merges their JSON with
+the machine's description and load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from . import machine
+
+QUICK = {
+    "single": 2_000,
+    "batch": 20_000,
+    "drain": 10_000,
+    "tasks_drain": 1_000,
+    "end_to_end": 10_000,
+    "backlogs": [1_000, 10_000, 100_000],
+    "tasks_backlogs": [1_000, 10_000],
+    "blocked": 20_000,
+    "rss": 50_000,
+    "writes": 10_000,
+}
+FULL = {
+    **QUICK,
+    "single": 10_000,
+    "batch": 100_000,
+    "drain": 50_000,
+    "tasks_drain": 3_000,
+    "end_to_end": 30_000,
+    "backlogs": [1_000, 100_000, 1_000_000],
+    "tasks_backlogs": [1_000, 100_000],
+    "rss": 1_000_000,
+    "writes": 20_000,
+}
+
+# PostgreSQL on a shared 2-core box is bound by commit fsyncs (IO:WALSync): the peer
+# manages tens of tasks per second there, and a 1M drain would take many minutes.
+POSTGRES = {"tasks_drain": 500, "rss": 200_000}
+
+
+def sizes_for(db: str, quick: bool) -> dict[str, Any]:
+    sizes = dict(QUICK if quick else FULL)
+    if db == "postgres" and not quick:
+        sizes.update(POSTGRES)
+    # BENCH_SIZES (JSON) overrides sizes: the smoke test runs everything tiny.
+    sizes.update(json.loads(os.environ.get("BENCH_SIZES") or "{}"))
+    return sizes
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run the scenarios")
+    run.add_argument("--db", choices=["sqlite", "postgres", "both"], default="sqlite")
+    run.add_argument("--quick", action="store_true", help="small sizes (development)")
+    run.add_argument("--scenario", nargs="*", default=[], help="only these (default: all)")
+    run.add_argument("--repeat", type=int, default=3)
+    run.add_argument("--out", default="results.json")
+    child = sub.add_parser("child", help=argparse.SUPPRESS)
+    child.add_argument("--db", required=True)
+    child.add_argument("--quick", action="store_true")
+    child.add_argument("--scenario", nargs="*", default=[])
+    child.add_argument("--repeat", type=int, default=3)
+    child.add_argument("--out", required=True)
+    plot = sub.add_parser("plot", help="draw the PNGs from a results file")
+    plot.add_argument("results")
+    plot.add_argument("--dir", default="docs/img")
+    report = sub.add_parser("report", help="print a results file as Markdown tables")
+    report.add_argument("results")
+    args = parser.parse_args(argv)
+    if args.command == "report":
+        from .report import tables
+
+        print(tables(json.loads(Path(args.results).read_text())))
+        return 0
+    if args.command == "plot":
+        from .plot import draw
+
+        draw(json.loads(Path(args.results).read_text()), Path(args.dir))
+        return 0
+    if args.command == "child":
+        from .child import run_child
+
+        return run_child(args.db, args.quick, args.scenario, args.repeat, Path(args.out))
+    return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    dbs = ["sqlite", "postgres"] if args.db == "both" else [args.db]
+    out: dict[str, Any] = {
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "quick": args.quick,
+        "repeat": args.repeat,
+        "sizes": {db: sizes_for(db, args.quick) for db in dbs},
+        "machine": machine.describe(),
+        "results": {},
+    }
+    with tempfile.TemporaryDirectory(prefix="mqlite-bench-") as tmp:
+        for db in dbs:
+            env = {**os.environ, **_database_env(db, Path(tmp))}
+            part = Path(tmp) / f"{db}.json"
+            cmd = [sys.executable, "-m", "benchmarks", "child", "--db", db, "--out", str(part)]
+            cmd += ["--repeat", str(args.repeat), *(["--quick"] if args.quick else [])]
+            if args.scenario:
+                cmd += ["--scenario", *args.scenario]
+            subprocess.run(cmd, env=env, check=True)  # noqa: S603 - our own module
+            out["results"][db] = json.loads(part.read_text())
+    out["machine"]["load_after"] = os.getloadavg()
+    Path(args.out).write_text(json.dumps(out, indent=1))
+    print(f"wrote {args.out}", file=sys.stderr)
+    return 0
+
+
+def _database_env(db: str, tmp: Path) -> dict[str, str]:
+    env = {
+        "BENCH_DB": db,
+        "DJANGO_SETTINGS_MODULE": "benchmarks.benchproject.settings",
+        "PYTHONPATH": os.pathsep.join(
+            filter(None, [str(Path(__file__).parent.parent), os.environ.get("PYTHONPATH")])
+        ),
+    }
+    if db == "sqlite":
+        env["BENCH_SQLITE_PATH"] = str(tmp / "bench.sqlite3")
+    else:
+        env.setdefault("BENCH_PG_NAME", os.environ.get("BENCH_PG_NAME", "mqlite_bench"))
+    return env
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The small Django project the benchmarks run in (and start real workers with)."""

@@ -1,0 +1,1 @@
+"""The no-op consumer and task the drain scenarios run."""

@@ -1,0 +1,77 @@
+"""Settings of the benchmark project. The database comes from the environment:
+
+- ``BENCH_DB``: ``sqlite`` (default) or ``postgres``;
+- ``BENCH_SQLITE_PATH``: the SQLite file (WAL, ``BEGIN IMMEDIATE``, ``synchronous=NORMAL``);
+- ``BENCH_PG_NAME`` / ``PGHOST`` / ``PGUSER`` / ``PGPASSWORD`` / ``PGPORT``: PostgreSQL;
+- ``BENCH_PG_ASYNC_COMMIT=1``: PostgreSQL sessions at ``synchronous_commit=off``;
+- ``BENCH_NO_CHECKPOINT=1``: SQLite connections never auto-checkpoint, so the WAL's
+  growth is every byte the run wrote (the write-amplification scenario).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+SECRET_KEY = "benchmarks-only-not-secret"  # noqa: S105 - a local benchmark project
+DEBUG = False
+USE_TZ = True
+TIME_ZONE = "UTC"
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+DB = os.environ.get("BENCH_DB", "sqlite")
+if DB == "postgres":
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.postgresql",
+            "NAME": os.environ.get("BENCH_PG_NAME", "mqlite_bench"),
+            "USER": os.environ.get("PGUSER", "postgres"),
+            "HOST": os.environ.get("PGHOST", "127.0.0.1"),
+            "PORT": os.environ.get("PGPORT", "5432"),
+            "PASSWORD": os.environ.get("PGPASSWORD", ""),
+            # Persistent connections: db_worker calls close_old_connections() twice per
+            # task, which with Django's default of 0 reconnects for every task.
+            "CONN_MAX_AGE": None,
+        }
+    }
+    if os.environ.get("BENCH_PG_ASYNC_COMMIT") == "1":
+        DATABASES["default"]["OPTIONS"] = {"options": "-c synchronous_commit=off"}
+else:
+    _pragmas = "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+    if os.environ.get("BENCH_NO_CHECKPOINT") == "1":
+        _pragmas += " PRAGMA wal_autocheckpoint=0;"
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": os.environ.get(
+                "BENCH_SQLITE_PATH", str(Path(tempfile.gettempdir()) / "mqlite-bench.sqlite3")
+            ),
+            "CONN_MAX_AGE": None,
+            "OPTIONS": {
+                "transaction_mode": "IMMEDIATE",
+                "timeout": 30,
+                "init_command": _pragmas,
+            },
+        }
+    }
+
+INSTALLED_APPS = [
+    "django.contrib.contenttypes",
+    "django.contrib.auth",
+    "django_mqlite",
+    "benchmarks.benchproject.noop",
+]
+try:  # the django-tasks-db peer is an optional bench dependency
+    import django_tasks_db  # noqa: F401
+
+    INSTALLED_APPS += ["django_tasks", "django_tasks_db"]
+    TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+except ImportError:  # pragma: no cover
+    TASKS = {}
+if (Path(__file__).resolve().parents[2] / "django_mqlite" / "backends.py").exists():
+    # After the Tasks backend is merged (checked by file: see peers.has_mqlite_backend).
+    TASKS["mqlite"] = {"BACKEND": "django_mqlite.backends.MQLiteBackend", "QUEUES": ["default"]}
+
+MQLITE: dict[str, object] = {"QUEUES": {"bench": {}}}
+LOGGING = {"version": 1, "disable_existing_loggers": False, "root": {"level": "WARNING"}}

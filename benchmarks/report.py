@@ -1,0 +1,75 @@
+"""A results file as the Markdown tables of ``docs/benchmark.md``:
+``python -m benchmarks report results.json``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .plot import flatten
+
+ROWS = [  # (scenario, mqlite key, peer key, unit)
+    ("produce single (autocommit)", "mqlite.produce_single", "tasks_db.produce_single", "/s"),
+    ("produce batch 64", "mqlite.produce_batch_64", None, "/s"),
+    ("produce batch 256", "mqlite.produce_batch_256", "tasks_db.produce_batch_256", "/s"),
+    ("drain, 1 worker process", "mqlite.drain_1proc", "tasks_db.drain_1proc", "/s"),
+    ("drain, 2 worker processes", "mqlite.drain_2proc", "tasks_db.drain_2proc", "/s"),
+    ("drain, 2 processes, synchronous_commit=off", "mqlite.drain_2proc_async_commit", None, "/s"),
+    ("Django Tasks drain, 1 process", "mqlite.tasks_drain_1proc", "tasks_db.drain_1proc", "/s"),
+    ("end to end (produce + consume)", "mqlite.end_to_end", "tasks_db.end_to_end", "/s"),
+    ("claim latency, 1k backlog", "mqlite.claim_1000", "tasks_db.claim_1000", "ms"),
+    ("claim latency, 10k backlog", "mqlite.claim_10000", "tasks_db.claim_10000", "ms"),
+    ("claim latency, 100k backlog", "mqlite.claim_100000", "tasks_db.claim_100000", "ms"),
+    ("claim latency, 1M backlog", "mqlite.claim_1000000", None, "ms"),
+    ("claim behind a 20k blocked group", "mqlite.claim_behind_blocked", None, "ms"),
+    ("worker RSS over the drain (MiB)", "mqlite.worker_rss", None, "MiB"),
+    ("bytes written per message, batch 1", "mqlite.bytes_per_msg_batch1", None, "B"),
+    ("bytes written per message, batch 64", "mqlite.bytes_per_msg_batch64", None, "B"),
+    ("bytes written per task", None, "tasks_db.bytes_per_task", "B"),
+]
+
+
+def _fmt(v: dict[str, Any] | None, unit: str) -> str:
+    if v is None:
+        return "-"
+    if "skipped" in v:
+        return "skipped"
+    if "error" in v:
+        return "error"
+    med = v["median"]
+    if unit == "ms":
+        return f"{med:.2f} ({v['min']:.2f}-{v['max']:.2f})"
+    if unit == "MiB":
+        return f"{v['first']:.0f} → {v['last']:.0f} (max {v['max']:.0f})"
+    text = f"{med:,.0f}"
+    if unit == "/s" and "cpu_us_per_msg" in v:
+        text += f" [{v['cpu_us_per_msg']:,.0f} µs CPU]"
+    return text
+
+
+def tables(data: dict[str, Any]) -> str:
+    dbs = list(data["results"])
+    head = "| scenario | " + " | ".join(
+        f"django-mqlite ({db}) | django-tasks-db ({db})" for db in dbs
+    )
+    lines = [head + " |", "|---" * (1 + 2 * len(dbs)) + "|"]
+    flats = {db: flatten(data["results"][db]) for db in dbs}
+    for label, ours, peer, unit in ROWS:
+        cells = []
+        for db in dbs:
+            cells.append(_fmt(flats[db].get(ours) if ours else None, unit))
+            cells.append(_fmt(flats[db].get(peer) if peer else None, unit))
+        if any(c != "-" for c in cells):
+            lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    floor = flats.get("sqlite", {})
+    if "sqlite3.floor_drain_batch_64" in floor:
+        lines += ["", "| SQLite, in-process | raw sqlite3 (floor) | django-mqlite | ratio |"]
+        lines.append("|---|---|---|---|")
+        for what in ("produce_single", "produce_batch_256", "drain_batch_64"):
+            raw = floor.get(f"sqlite3.floor_{what}")
+            ours_v = floor.get(f"mqlite.floor_{what}")
+            if raw and ours_v and "median" in raw and "median" in ours_v:
+                lines.append(
+                    f"| {what.replace('_', ' ')} | {_fmt(raw, '/s')} | {_fmt(ours_v, '/s')} "
+                    f"| {ours_v['median'] / raw['median']:.2f} |"
+                )
+    return "\n".join(lines)
