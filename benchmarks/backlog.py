@@ -5,7 +5,7 @@ up to about 100k messages. ``fill_direct`` writes the rows with one ``INSERT ...
 from a recursive CTE (SQLite) or ``generate_series`` (PostgreSQL): the 1M backlogs would
 otherwise take minutes to build. The rows it writes are exactly what ``send`` writes for
 an unordered, immediately visible message (see ``docs/how-it-works.md``): ``state =
-'active'``, ``blocked = false``, ``order_key``/``group_id``/``expires_at`` NULL,
+'active'``, ``blocked = 0``, ``order_key``/``group_id``/``expires_at`` NULL,
 ``delivery_count = 0``; the queue's ``enqueued`` counter is not bumped.
 """
 
@@ -22,7 +22,7 @@ _SQLITE = (
 _POSTGRES = (
     "INSERT INTO mqlite_message (queue_id, state, priority, visible_at, enqueued_at, body, "
     "blocked, delivery_count) SELECT %s, 'active', 0, %s, %s, "
-    "decode(repeat('78', 256), 'hex'), false, 0 FROM generate_series(1, %s)"
+    "decode(repeat('78', 256), 'hex'), 0, 0 FROM generate_series(1, %s)"
 )
 
 
