@@ -3,6 +3,7 @@ make a queue slow or fragile. Ids are stable: ``django_mqlite.E00x`` / ``W00x``.
 
 from __future__ import annotations
 
+import difflib
 import sqlite3
 from typing import Any
 
@@ -10,7 +11,7 @@ from django.conf import settings
 from django.core.checks import CheckMessage, Error, Tags, Warning, register
 from django.db import connections
 
-from .conf import mqlite_settings
+from .conf import DEFAULTS, mqlite_settings
 
 SUPPORTED_ENGINES = {
     "django.db.backends.sqlite3": "sqlite",
@@ -117,3 +118,27 @@ def check_periodic(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]
             )
         ]
     return []
+
+
+@register()
+def check_setting_keys(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    user = getattr(settings, "MQLITE", None) or {}
+    if not isinstance(user, dict):
+        return [
+            Error(
+                "MQLITE must be a dict.",
+                hint='For example MQLITE = {"QUEUES": {"orders": {}}}.',
+                id="django_mqlite.E005",
+            )
+        ]
+    out: list[CheckMessage] = []
+    for key in sorted(set(user) - set(DEFAULTS)):
+        close = difflib.get_close_matches(str(key), list(DEFAULTS), n=1)
+        out.append(
+            Warning(
+                f"MQLITE has an unknown key {key!r}; it is ignored.",
+                hint=f"Did you mean {close[0]!r}?" if close else "See docs/configuration.md.",
+                id="django_mqlite.W003",
+            )
+        )
+    return out

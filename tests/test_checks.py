@@ -91,3 +91,55 @@ print(json.dumps([m.id for m in checks.run_checks(databases=["default"])
         cwd=Path(__file__).resolve().parent.parent,
     )
     assert json.loads(out.stdout.strip().splitlines()[-1]) == ["django_mqlite.W002"]
+
+
+def test_unknown_setting_key_warns_with_a_suggestion() -> None:
+    with override_settings(MQLITE={"RECIEPT_TTL": 10, "QUEUES": {}}):
+        (msg,) = checks.check_setting_keys()
+    assert msg.id == "django_mqlite.W003"
+    assert msg.hint == "Did you mean 'RECEIPT_TTL'?"
+
+
+def test_mqlite_must_be_a_dict() -> None:
+    with override_settings(MQLITE=["QUEUES"]):
+        (msg,) = checks.check_setting_keys()
+    assert msg.id == "django_mqlite.E005"
+
+
+def test_every_setting_and_command_flag_is_documented() -> None:
+    from django.core.management import load_command_class
+
+    from django_mqlite.conf import DEFAULTS
+
+    docs = Path(__file__).resolve().parent.parent / "docs"
+    config = (docs / "configuration.md").read_text()
+    assert [k for k in DEFAULTS if f"`{k}`" not in config] == []
+    commands = (docs / "workers.md").read_text() + (docs / "cli.md").read_text()
+    missing = []
+    for name in ("runworker", "runreaper", "mqlite"):
+        parser = load_command_class("django_mqlite", name).create_parser("manage.py", name)
+        actions = list(parser._actions)
+        for action in parser._actions:
+            for choice in getattr(action, "choices", None) or {}:
+                sub = action.choices[choice]
+                if hasattr(sub, "_actions"):
+                    actions += sub._actions
+        for action in actions:
+            for flag in action.option_strings:
+                if flag.startswith("--") and flag not in BASE_FLAGS and flag not in commands:
+                    missing.append(f"{name} {flag}")
+    assert sorted(set(missing)) == []
+
+
+# Django's own options of every management command.
+BASE_FLAGS = {
+    "--help",
+    "--version",
+    "--verbosity",
+    "--settings",
+    "--pythonpath",
+    "--traceback",
+    "--no-color",
+    "--force-color",
+    "--skip-checks",
+}
