@@ -43,6 +43,7 @@ COLUMNS = (
     "last_error",
     "result",
     "attempts",
+    "locked_by",
 )
 
 
@@ -107,6 +108,11 @@ def load_result(backend: MQLiteBackend, result_id: str) -> TaskResult | None:
     status = STATUS_OF_STATE[state]
     finished = row["completed_at"] if state == "completed" else row["dead_lettered_at"]
     history = list(row["attempts"] or [])
+    if state == "locked":
+        # The running attempt is recorded when it is settled; until then the locked row
+        # itself says who runs it and since when (a claim stamps visible_at).
+        worker = "" if row["locked_by"] is None else str(row["locked_by"])
+        history.append({"worker": worker, "started_at": row["visible_at"], "error": None})
     extra = None
     if status == TaskResultStatus.FAILED:
         extra = _burial_error(row, history)

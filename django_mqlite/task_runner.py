@@ -3,13 +3,20 @@
 ``register_task_queues`` (called by ``consumers.autodiscover``) registers ``run_task`` as
 the consumer of every queue of every ``MQLiteBackend``. For each delivery it:
 
-1. appends this attempt (worker id, start time) to the row's ``attempts`` history,
-   fenced on the lock token, and sends ``task_started``;
+1. sends ``task_started`` (the earlier attempts are read only on a redelivery);
 2. calls the task (async functions too; ``takes_context`` gets the attempt number);
-3. on success stores the JSON return value with the completion (``task_finished``);
-   on an exception records its class path and traceback on the attempt, then retries
-   after the task's backoff, or, on its last attempt (or for ``mq.Reject``),
-   dead-letters it and sends ``task_finished`` from inside the ``except`` block.
+3. on success hands the worker a completion carrying the JSON return value and this
+   attempt (worker id, start time): the worker completes it in its next batch (one
+   transaction for many tasks), appending the attempt to the row's ``attempts`` history
+   in the completion's own statement, and then sends ``task_finished``;
+   on an exception appends the attempt with its class path and traceback in the
+   statement that retries it after the task's backoff or, on its last
+   attempt (or for ``mq.Reject``), dead-letters it, and sends ``task_finished`` from
+   inside the ``except`` block.
+
+One settlement statement per attempt and no write before the task runs: while it runs,
+``get_result`` reads RUNNING with the running attempt taken from the locked row itself
+(``locked_by`` and the claim time in ``visible_at``).
 
 A timeout or a shutdown that gives up on a running task goes through ``give_up``: the
 attempt is recorded as a ``TimeoutError`` and settled by the same rule.
@@ -21,15 +28,15 @@ import json
 import logging
 import random
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .conf import mqlite_settings
 from .consumers import Registry
 from .engine import settle
-from .engine.clock import now_ms
+from .engine.clock import now_ms, to_ms
 from .engine.queues import get_queue
-from .engine.types import Received
+from .engine.types import Completion, Received
 from .exceptions import LockLostError, Reject
 from .tasks_compat import (
     Task,
@@ -93,6 +100,8 @@ class Job:
     kwargs: dict[str, Any]
     enqueued_at: int = 0
     history: list[dict[str, Any]] | None = None
+    #: This attempt's history entry, appended to the row when the attempt is settled.
+    attempt: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def load(cls, msg: Received) -> Job:
@@ -105,7 +114,7 @@ class Job:
         backend = task_backends[body.get("backend") or task.backend]
         return cls(msg, task, backend, body.get("args", []), body.get("kwargs", {}))
 
-    # -- the history, written by the lease holder only ----------------------------------
+    # -- the history: earlier attempts from the row, this one in memory -----------------
 
     def _rows(self) -> Any:
         from .models import Message
@@ -118,6 +127,12 @@ class Job:
         )
 
     def read(self) -> None:
+        """Load what the row knows: earlier attempts (on a redelivery) and enqueue time."""
+        if self.msg.delivery_count <= 1 and self.msg.worker_id is not None:
+            self.history = []
+            self.enqueued_at = to_ms(self.msg.enqueued_at)
+            self._worker = str(self.msg.worker_id)
+            return
         row = self._rows().values_list("attempts", "locked_by", "enqueued_at").first()
         if row is None:
             raise LockLostError(f"task #{self.msg.seq}: lease lost before it started")
@@ -128,20 +143,16 @@ class Job:
     def start(self) -> None:
         self.read()
         assert self.history is not None
-        self.history.append({"worker": self._worker, "started_at": now_ms(), "error": None})
-        self._write()
+        self.attempt = {"worker": self._worker, "started_at": now_ms(), "error": None}
+        self.history.append(self.attempt)
 
     def record_error(self, class_path: str, text: str) -> None:
         assert self.history is not None
-        if not self.history:
-            self.history.append({"worker": self._worker, "started_at": now_ms(), "error": None})
-        if not self.history[-1].get("error"):
-            self.history[-1]["error"] = {"class": class_path, "traceback": text[-MAX_TRACEBACK:]}
-        self._write()
-
-    def _write(self) -> None:
-        if not self._rows().update(attempts=self.history):
-            raise LockLostError(f"task #{self.msg.seq}: lease lost")
+        if not self.attempt:  # given up on from outside the attempt (timeout, shutdown)
+            self.attempt = {"worker": self._worker, "started_at": now_ms(), "error": None}
+            self.history.append(self.attempt)
+        if not self.attempt.get("error"):
+            self.attempt["error"] = {"class": class_path, "traceback": text[-MAX_TRACEBACK:]}
 
     # -- results and settlement ---------------------------------------------------------
 
@@ -170,16 +181,39 @@ class Job:
         attempt = msg.delivery_count
         if reject is not None:
             settle.reject(
-                msg.queue, msg.seq, token, reject.reason, reject.description, using=msg.using
+                msg.queue,
+                msg.seq,
+                token,
+                reject.reason,
+                reject.description,
+                attempt=self.attempt,
+                using=msg.using,
             )
             final = True
         elif attempt >= min(max_attempts, cap):
             text = f"{description} (attempt {attempt} of {max_attempts})"[:4096]
-            settle.reject(msg.queue, msg.seq, token, FAILED_REASON, text, error=tb, using=msg.using)
+            settle.reject(
+                msg.queue,
+                msg.seq,
+                token,
+                FAILED_REASON,
+                text,
+                error=tb,
+                attempt=self.attempt,
+                using=msg.using,
+            )
             final = True
         else:
             delay = retry_delay(backoff, attempt)
-            settle.abandon(msg.queue, msg.seq, token, delay=delay, error=tb, using=msg.using)
+            settle.abandon(
+                msg.queue,
+                msg.seq,
+                token,
+                delay=delay,
+                error=tb,
+                attempt=self.attempt,
+                using=msg.using,
+            )
             final = False
         msg.settled = "reject" if final else "abandon"
         return final
@@ -230,11 +264,14 @@ def run_task(msg: Received) -> None:
             result = job.result(TaskResultStatus.FAILED, finished=True)
             task_finished.send(sender, task_result=result)
         return
-    token = msg.lock_token
-    assert token is not None
-    settle.complete_with_result(msg.queue, msg.seq, token, value, using=msg.using)
-    msg.settled = "complete"
-    task_finished.send(sender, task_result=job.result(TaskResultStatus.SUCCESSFUL, value, True))
+
+    def finished() -> None:
+        result = job.result(TaskResultStatus.SUCCESSFUL, value, True)
+        task_finished.send(sender, task_result=result)
+
+    # Returning hands the completion to the worker, which batches it with others (one
+    # transaction for many tasks) and sends task_finished once it has committed.
+    msg.completion = Completion(result=value, attempt=job.attempt, on_completed=finished)
 
 
 def give_up(msg: Received, error: str) -> None:

@@ -84,7 +84,7 @@ class Floor:
         qid = self.queue_id()
         now = _now()
         db.execute(self.promote, [now, qid, 1000])
-        rows = db.execute(self.claim, [now + 30_000, None, qid, now, BATCH]).fetchall()
+        rows = db.execute(self.claim, [now + 30_000, None, now, qid, now, BATCH]).fetchall()
         if rows:
             db.execute(self.totals_d, [qid, len(rows)])
         db.execute("COMMIT")

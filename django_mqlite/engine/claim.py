@@ -50,6 +50,8 @@ def _claim_statement(dialect: Dialect, delete: bool) -> str:
             sql = (
                 "UPDATE mqlite_message SET state = 'locked', "
                 f"lock_token = {dialect.new_token_sql()}, locked_until = %s, locked_by = %s, "
+                # A locked row's visible_at is when it was claimed (a task's start time).
+                "visible_at = %s, "
                 f"delivery_count = delivery_count + 1 WHERE seq IN ({pick}) "
                 f"RETURNING {core.MESSAGE_COLUMNS}, order_key"
             )
@@ -79,7 +81,9 @@ def promote_due(cursor: CursorWrapper, dialect: Dialect, queue_id: int, now: int
     return cursor.rowcount
 
 
-def to_received(q: QueueRow, row: Sequence[Any], dialect: Dialect, alias: str) -> Received:
+def to_received(
+    q: QueueRow, row: Sequence[Any], dialect: Dialect, alias: str, worker_id: int | None = None
+) -> Received:
     (
         seq,
         body,
@@ -113,6 +117,7 @@ def to_received(q: QueueRow, row: Sequence[Any], dialect: Dialect, alias: str) -
         lock_token=token,
         locked_until=None if locked_until is None else from_ms(locked_until),
         using=alias,
+        worker_id=worker_id,
     )
 
 
@@ -181,7 +186,7 @@ def _receive_once(
             cursor.execute(sql, [q.id, now, max_messages])
         else:
             until = now + (lock_ms if lock_ms is not None else q.lock_duration_ms)
-            cursor.execute(sql, [until, worker_id, q.id, now, max_messages])
+            cursor.execute(sql, [until, worker_id, now, q.id, now, max_messages])
         rows = sorted(cursor.fetchall(), key=lambda r: (-r[9], r[0]))
         if not rows:
             return []
@@ -192,7 +197,7 @@ def _receive_once(
             core.bump_totals(cursor, dialect, q.id, delivered=len(rows), completed=len(rows))
         else:
             core.bump_totals(cursor, dialect, q.id, delivered=len(rows))
-        got = [to_received(q, r, dialect, alias) for r in rows]
+        got = [to_received(q, r, dialect, alias, worker_id) for r in rows]
         if attempt_id is not None:
             _record_attempt(cursor, q, attempt_id, got, now)
         return got
@@ -283,13 +288,13 @@ def receive_deferred(
         until = now + (lock_ms if lock_ms is not None else q.lock_duration_ms)
         cursor.execute(
             "UPDATE mqlite_message SET state = 'locked', "
-            f"lock_token = {dialect.new_token_sql()}, locked_until = %s, "
+            f"lock_token = {dialect.new_token_sql()}, locked_until = %s, visible_at = %s, "
             "delivery_count = delivery_count + 1 "
             "WHERE queue_id = %s AND state = 'deferred' "
             f"AND seq IN ({core.placeholders(len(wanted))}) "
             "AND (expires_at IS NULL OR expires_at > %s) "
             f"RETURNING {core.MESSAGE_COLUMNS}",
-            [until, q.id, *wanted, now],
+            [until, now, q.id, *wanted, now],
         )
         rows = sorted(cursor.fetchall(), key=lambda r: r[0])
         core.bump_totals(cursor, dialect, q.id, delivered=len(rows))

@@ -22,6 +22,7 @@ from . import core
 from .clock import from_ms, now_ms
 from .core import QueueRow
 from .dialects import Dialect
+from .types import Completion
 
 FENCE = "seq = %s AND queue_id = %s AND lock_token = %s AND state = 'locked' AND locked_until > %s"
 MAX_RENEW_BATCH = 512
@@ -96,12 +97,24 @@ def complete(queue: str, seq: int, lock_token: str, *, using: str | None = None)
 
 
 def complete_with_result(
-    queue: str, seq: int, lock_token: str, result: Any, *, using: str | None = None
+    queue: str,
+    seq: int,
+    lock_token: str,
+    result: Any,
+    *,
+    attempt: Any = None,
+    using: str | None = None,
 ) -> None:
+    """Complete, keeping ``result`` (JSON) when the queue keeps results. ``attempt`` (JSON,
+    not part of the request's identity) is appended to the row's attempt history in the
+    same statement."""
     result_json = None if result is None else core.dumps(result)
+    attempt_json = None if attempt is None else core.dumps(attempt)
 
     def apply(cursor: CursorWrapper, dialect: Dialect, q: QueueRow, now: int) -> Any:
-        done = _complete_rows(cursor, dialect, q, [(seq, lock_token)], now, result_json)
+        done = _complete_rows(
+            cursor, dialect, q, [(seq, lock_token)], now, result_json, attempt_json
+        )
         return done or None
 
     _settle(queue, seq, lock_token, "complete", "", using, apply)
@@ -114,6 +127,7 @@ def _complete_rows(
     items: Sequence[tuple[int, str]],
     now: int,
     result_json: str | None = None,
+    attempt_json: str | None = None,
 ) -> list[int]:
     pairs = ", ".join(["(%s, %s)"] * len(items))
     flat = [v for item in items for v in item]
@@ -127,11 +141,12 @@ def _complete_rows(
             "AND seq = %s AND lock_token = %s"
         )
     if q.keep_results_ms is not None:
+        history, history_params = _history(dialect, attempt_json)
         cursor.execute(
             "UPDATE mqlite_message SET state = 'completed', completed_at = %s, lock_token = NULL, "
-            f"locked_until = NULL, locked_by = NULL, result = {dialect.json_param()} "
+            f"locked_until = NULL, locked_by = NULL, result = {dialect.json_param()}{history} "
             f"WHERE {where} RETURNING seq, order_key",
-            [now, result_json, q.id, now, *flat],
+            [now, result_json, *history_params, q.id, now, *flat],
         )
     else:
         cursor.execute(
@@ -145,19 +160,41 @@ def _complete_rows(
     return [r[0] for r in rows]
 
 
+def _history(dialect: Dialect, attempt_json: str | None) -> tuple[str, list[Any]]:
+    """A SET fragment appending one attempt to the row's history, and its parameter."""
+    if attempt_json is None:
+        return "", []
+    return f", attempts = {dialect.json_append_sql('attempts')}", [attempt_json]
+
+
 def complete_batch(
-    queue: str, items: Sequence[tuple[int, str]], *, using: str | None = None
+    queue: str,
+    items: Sequence[tuple[int, str]],
+    *,
+    completions: Sequence[Completion | None] | None = None,
+    using: str | None = None,
 ) -> list[bool]:
-    """Complete many; a stale item is False (an exact replay is True), never an error."""
+    """Complete many in one transaction; a stale item is False (an exact replay is True),
+    never an error. ``completions`` (parallel to ``items``) gives an item a result and
+    an attempt record to keep, like ``complete_with_result``."""
     items = _check_items(items, MAX_COMPLETE_BATCH)
     if not items:
         return []
+    if completions is not None and len(completions) != len(items):
+        raise InvalidArgumentError("completions must be parallel to items")
     alias = core.alias_of(using)
     cursor, dialect = core.ctx(alias)
     with transaction.atomic(using=alias):
         q = core.load_queue(cursor, queue)
         now = now_ms()
-        done = set(_complete_rows(cursor, dialect, q, items, now))
+        plain = [item for k, item in enumerate(items) if not (completions and completions[k])]
+        done = set(_complete_rows(cursor, dialect, q, plain, now)) if plain else set()
+        for k, item in enumerate(items):
+            c = completions[k] if completions else None
+            if c is not None:
+                result = None if c.result is None else core.dumps(c.result)
+                attempt = None if c.attempt is None else core.dumps(c.attempt)
+                done.update(_complete_rows(cursor, dialect, q, [item], now, result, attempt))
         out = []
         for seq, token in items:
             ok = seq in done or _replayed(cursor, seq, token, "complete", "", now)
@@ -202,6 +239,7 @@ def abandon(
     *,
     delay: float | dt.timedelta | None = None,
     error: str | None = None,
+    attempt: Any = None,
     using: str | None = None,
 ) -> None:
     """Give the message back: active again, parked in scheduled for ``delay``, or
@@ -218,6 +256,11 @@ def abandon(
         err_sql = ", last_error = %s" if error is not None else ""
         if error is not None:
             params.append(error[:MAX_ERROR])
+        history, history_params = _history(
+            dialect, None if attempt is None else core.dumps(attempt)
+        )
+        err_sql += history
+        params += history_params
         cursor.execute(
             f"UPDATE mqlite_message SET {RETRY_OR_BURY}{err_sql} "
             f"WHERE {FENCE} RETURNING state, order_key",
@@ -244,6 +287,7 @@ def reject(
     description: str = "",
     *,
     error: str | None = None,
+    attempt: Any = None,
     using: str | None = None,
 ) -> None:
     """Dead-letter the message at once with ``reason`` and ``description``."""
@@ -253,16 +297,20 @@ def reject(
         raise InvalidArgumentError(f"description must be a string of at most {MAX_DESCRIPTION}")
 
     def apply(cursor: CursorWrapper, dialect: Dialect, q: QueueRow, now: int) -> Any:
+        history, history_params = _history(
+            dialect, None if attempt is None else core.dumps(attempt)
+        )
         cursor.execute(
             "UPDATE mqlite_message SET state = 'dead_lettered', lock_token = NULL, "
             "locked_until = NULL, locked_by = NULL, dead_letter_reason = %s, "
             "dead_letter_description = %s, dead_lettered_at = %s, "
-            f"last_error = COALESCE(%s, last_error) WHERE {FENCE} RETURNING order_key",
+            f"last_error = COALESCE(%s, last_error){history} WHERE {FENCE} RETURNING order_key",
             [
                 reason,
                 description,
                 now,
                 None if error is None else error[:MAX_ERROR],
+                *history_params,
                 seq,
                 q.id,
                 lock_token,

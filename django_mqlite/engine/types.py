@@ -96,16 +96,31 @@ class _MessageFields:
 
 
 @dataclass
+class Completion:
+    """What a batched completion stores besides removing the lease (see ``Received``)."""
+
+    result: Any = None
+    attempt: Any = None
+    on_completed: Any = None  # called once the completion has committed
+
+
+@dataclass
 class Received(_MessageFields):
     """A claimed message. Settle it with one of its methods (or the module functions)."""
 
     lock_token: str | None = None
     locked_until: dt.datetime | None = None
     using: str | None = field(default=None, repr=False, compare=False)
+    #: The worker registry id the claim was made for (``receive(worker_id=...)``).
+    worker_id: int | None = field(default=None, repr=False, compare=False)
     #: The verb that settled this message through its methods ("complete", "abandon",
     #: "reject", "defer"), or None. A worker leaves a message its handler settled alone;
     #: code settling through the module-level functions sets this itself.
     settled: str | None = field(default=None, repr=False, compare=False)
+    #: Set by a handler that returns normally but wants its completion to carry a result
+    #: and an attempt record (the Tasks runner): the worker completes it in its next
+    #: batch with these and then calls ``completion.on_completed()``.
+    completion: Completion | None = field(default=None, repr=False, compare=False)
 
     def _token(self) -> str:
         if self.lock_token is None:

@@ -369,8 +369,14 @@ class Worker:
         flushed: set[int] = set()
         for queue, ds in by_queue.items():
             for part in core.chunks(ds, settle.MAX_COMPLETE_BATCH):
+                completions = [d.msg.completion for d in part]
                 try:
-                    ok = settle.complete_batch(queue, [d.item() for d in part], using=self.using)
+                    ok = settle.complete_batch(
+                        queue,
+                        [d.item() for d in part],
+                        completions=completions if any(completions) else None,
+                        using=self.using,
+                    )
                 except DatabaseError:
                     # Keep them (and their leases) for the next tick: a retry of a
                     # batch that did commit is an exact replay and succeeds.
@@ -378,6 +384,12 @@ class Worker:
                     raise
                 flushed.update(id(d) for d in part)
                 for d, done in zip(part, ok, strict=True):
+                    c = d.msg.completion
+                    if done and c is not None and c.on_completed is not None:
+                        try:
+                            c.on_completed()
+                        except Exception:
+                            logger.exception("after completing %s #%s", queue, d.msg.seq)
                     if not done:
                         logger.warning(
                             "%s #%s: lease lost before completion; it will be redelivered",

@@ -47,6 +47,11 @@ class Dialect:
             return json.loads(value)
         return value
 
+    def json_append_sql(self, column: str) -> str:
+        """``column`` (a JSON array, or NULL) with one more element, given as JSON text
+        in one %s parameter."""
+        raise NotImplementedError
+
     def totals_shard_sql(self) -> str:
         """Which row of a queue's totals this connection increments (spreads contention)."""
         return "0"

@@ -23,6 +23,9 @@ class PostgreSQLDialect(Dialect):
     def json_param(self) -> str:
         return "%s::jsonb"
 
+    def json_append_sql(self, column: str) -> str:
+        return f"COALESCE({column}, '[]'::jsonb) || jsonb_build_array(%s::jsonb)"
+
     def totals_shard_sql(self) -> str:
         return "mod(pg_backend_pid(), 8)"
 

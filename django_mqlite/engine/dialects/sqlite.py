@@ -16,5 +16,8 @@ class SQLiteDialect(Dialect):
         # ANALYZE; INDEXED BY makes the plan fixed (and fails loudly if it cannot be).
         return f"INDEXED BY {index}"
 
+    def json_append_sql(self, column: str) -> str:
+        return f"json_insert(COALESCE({column}, '[]'), '$[#]', json(%s))"
+
     def greatest_sql(self, a: str, b: str) -> str:
         return f"max({a}, {b})"
