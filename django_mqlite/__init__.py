@@ -16,6 +16,7 @@ from .engine.redrive import purge, redrive
 from .engine.send import cancel_scheduled, send, send_batch
 from .engine.settle import abandon, complete, complete_batch, defer, reject, renew, renew_batch
 from .engine.types import (
+    Completion,
     Mode,
     Ordering,
     OutMessage,
@@ -39,6 +40,7 @@ from .exceptions import (
 from .idempotency import once
 
 __all__ = [
+    "Completion",
     "DedupConflictError",
     "GroupRequiredError",
     "InvalidArgumentError",
