@@ -243,7 +243,8 @@ def run_task(msg: Received) -> None:
         raise RuntimeError(f"cannot run task message #{msg.seq}: {exc}") from exc
     job.start()
     sender = type(job.backend)
-    task_started.send(sender, task_result=job.result(TaskResultStatus.RUNNING))
+    if task_started.has_listeners(sender):  # building a TaskResult is not free
+        task_started.send(sender, task_result=job.result(TaskResultStatus.RUNNING))
     try:
         if job.task.takes_context:
             context: TaskContext[Any, Any] = TaskContext(
@@ -271,7 +272,11 @@ def run_task(msg: Received) -> None:
 
     # Returning hands the completion to the worker, which batches it with others (one
     # transaction for many tasks) and sends task_finished once it has committed.
-    msg.completion = Completion(result=value, attempt=job.attempt, on_completed=finished)
+    msg.completion = Completion(
+        result=value,
+        attempt=job.attempt,
+        on_completed=finished if task_finished.has_listeners(sender) else None,
+    )
 
 
 def give_up(msg: Received, error: str) -> None:

@@ -69,14 +69,19 @@ else:
         SOURCE = "django_tasks"
 
 
+# The framework's own JSON normalisation (tuples to lists, bytes to text; TypeError or
+# ValueError for anything else), wherever it lives. Resolved once: a failing import in
+# the hot path costs a filesystem search on every call.
+try:
+    from django.utils.json import normalize_json as _normalize
+except ImportError:
+    from django_tasks.utils import normalize_json as _normalize
+
+
 def normalize_json(value: Any) -> Any:
     """Tuples to lists, bytes to text; raises TypeError/ValueError for anything that is
-    not JSON (the framework's own normalisation, wherever it lives)."""
-    try:
-        from django.utils.json import normalize_json as normalize
-    except ImportError:
-        from django_tasks.utils import normalize_json as normalize
-    return normalize(value)
+    not JSON."""
+    return _normalize(value)
 
 
 __all__ = [
