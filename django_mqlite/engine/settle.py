@@ -160,6 +160,43 @@ def _complete_rows(
     return [r[0] for r in rows]
 
 
+def _complete_kept(
+    cursor: CursorWrapper,
+    dialect: Dialect,
+    q: QueueRow,
+    kept: Sequence[tuple[tuple[int, str], Completion]],
+    now: int,
+) -> list[int]:
+    """Complete many rows of a queue that keeps results, each with its own result and
+    attempt record, in one statement (an UPDATE joined to a VALUES list)."""
+    values = ", ".join([f"(%s, %s, {dialect.json_param()}, {dialect.json_param()})"] * len(kept))
+    params: list[Any] = []
+    for (seq, token), c in kept:
+        params += [
+            seq,
+            token,
+            None if c.result is None else core.dumps(c.result),
+            core.dumps(c.attempt) if c.attempt is not None else None,
+        ]
+    append = dialect.json_append_expr("mqlite_message.attempts", "v.attempt")
+    cursor.execute(
+        f"WITH v (seq, token, result, attempt) AS (VALUES {values}) "
+        "UPDATE mqlite_message SET state = 'completed', completed_at = %s, "
+        "lock_token = NULL, locked_until = NULL, locked_by = NULL, result = v.result, "
+        f"attempts = CASE WHEN v.attempt IS NULL THEN mqlite_message.attempts ELSE {append} END "
+        "FROM v WHERE mqlite_message.seq = v.seq AND mqlite_message.lock_token = v.token "
+        "AND mqlite_message.queue_id = %s AND mqlite_message.state = 'locked' "
+        "AND mqlite_message.locked_until > %s "
+        "RETURNING mqlite_message.seq, mqlite_message.order_key",
+        [*params, now, q.id, now],
+    )
+    rows = cursor.fetchall()
+    if rows:
+        core.release_lines(cursor, dialect, q.id, [r[1] for r in rows])
+        core.bump_totals(cursor, dialect, q.id, completed=len(rows))
+    return [r[0] for r in rows]
+
+
 def _history(dialect: Dialect, attempt_json: str | None) -> tuple[str, list[Any]]:
     """A SET fragment appending one attempt to the row's history, and its parameter."""
     if attempt_json is None:
@@ -187,14 +224,13 @@ def complete_batch(
     with transaction.atomic(using=alias):
         q = core.load_queue(cursor, queue)
         now = now_ms()
-        plain = [item for k, item in enumerate(items) if not (completions and completions[k])]
+        # Completions only matter where results are kept (elsewhere the row goes).
+        extra = list(completions or []) if q.keep_results_ms is not None else []
+        kept = [(items[k], c) for k, c in enumerate(extra) if c is not None]
+        plain = [item for k, item in enumerate(items) if not (extra and extra[k])]
         done = set(_complete_rows(cursor, dialect, q, plain, now)) if plain else set()
-        for k, item in enumerate(items):
-            c = completions[k] if completions else None
-            if c is not None:
-                result = None if c.result is None else core.dumps(c.result)
-                attempt = None if c.attempt is None else core.dumps(c.attempt)
-                done.update(_complete_rows(cursor, dialect, q, [item], now, result, attempt))
+        if kept:
+            done.update(_complete_kept(cursor, dialect, q, kept, now))
         out = []
         for seq, token in items:
             ok = seq in done or _replayed(cursor, seq, token, "complete", "", now)

@@ -52,6 +52,10 @@ class Dialect:
         in one %s parameter."""
         raise NotImplementedError
 
+    def json_append_expr(self, column: str, value: str) -> str:
+        """``column`` with one more element, the JSON value of the expression ``value``."""
+        raise NotImplementedError
+
     def totals_shard_sql(self) -> str:
         """Which row of a queue's totals this connection increments (spreads contention)."""
         return "0"

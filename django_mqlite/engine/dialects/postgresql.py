@@ -24,7 +24,10 @@ class PostgreSQLDialect(Dialect):
         return "%s::jsonb"
 
     def json_append_sql(self, column: str) -> str:
-        return f"COALESCE({column}, '[]'::jsonb) || jsonb_build_array(%s::jsonb)"
+        return self.json_append_expr(column, "%s::jsonb")
+
+    def json_append_expr(self, column: str, value: str) -> str:
+        return f"COALESCE({column}, '[]'::jsonb) || jsonb_build_array({value})"
 
     def totals_shard_sql(self) -> str:
         return "mod(pg_backend_pid(), 8)"

@@ -17,7 +17,10 @@ class SQLiteDialect(Dialect):
         return f"INDEXED BY {index}"
 
     def json_append_sql(self, column: str) -> str:
-        return f"json_insert(COALESCE({column}, '[]'), '$[#]', json(%s))"
+        return self.json_append_expr(column, "%s")
+
+    def json_append_expr(self, column: str, value: str) -> str:
+        return f"json_insert(COALESCE({column}, '[]'), '$[#]', json({value}))"
 
     def greatest_sql(self, a: str, b: str) -> str:
         return f"max({a}, {b})"
