@@ -23,7 +23,7 @@ from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 from django.db import Error as DatabaseError
-from django.db import connections
+from django.db import InterfaceError, OperationalError, connections
 
 from .. import consumers as consumers_mod
 from .. import periodic
@@ -46,6 +46,7 @@ logger = logging.getLogger("django_mqlite.worker")
 IDLE_MIN_S = 0.01
 IDLE_MAX_S = 1.0  # without NOTIFY (SQLite): the bounded back-off poll tops out here
 IDLE_MAX_LISTENING_S = 5.0  # with NOTIFY a poll only catches due retries and schedules
+START_RETRY_S = 60.0  # how long start-up keeps retrying a database that does not answer
 SHUTDOWN_ERROR = "worker stopped before the handler finished (shutdown timeout)"
 # After a database error the loop waits this long (doubling) before trying again.
 FAULT_MIN_S = 0.05
@@ -121,16 +122,21 @@ class Worker:
     # -- start and stop -----------------------------------------------------------------
 
     def _start(self) -> None:
-        if mqlite_settings.QUEUES:
-            sync_declared(mqlite_settings.QUEUES, using=self.using)
-        for name, consumer in self.consumers.items():
+        # The database may be briefly unavailable at start too (a locked SQLite file, a
+        # PostgreSQL restart): retry the start-up writes like the loop retries its ticks.
+        fault_s = FAULT_MIN_S
+        deadline = time.monotonic() + START_RETRY_S
+        while True:
             try:
-                get_queue(name, using=self.using)  # fail fast on a queue that does not exist
-            except QueueNotFoundError:
-                if consumer.queue_options is None:
+                self._register()
+                break
+            except (OperationalError, InterfaceError) as exc:
+                if time.monotonic() > deadline or self.stop_reason is not None:
                     raise
-                create_queue(name, using=self.using, **consumer.queue_options)
-        self.worker_id = background.register_worker(list(self.consumers), self.using)
+                logger.warning("database error at start (%s); retrying in %.2fs", exc, fault_s)
+                self._close_connection()
+                time.sleep(fault_s)
+                fault_s = min(fault_s * 2, FAULT_MAX_S)
         self.pool.start()
         wid = self.worker_id
         self._threads = [
@@ -155,6 +161,19 @@ class Worker:
             ", ".join(self.consumers),
             self.concurrency,
         )
+
+    def _register(self) -> None:
+        """Declared queues, the served queues' existence, and this worker's registry row."""
+        if mqlite_settings.QUEUES:
+            sync_declared(mqlite_settings.QUEUES, using=self.using)
+        for name, consumer in self.consumers.items():
+            try:
+                get_queue(name, using=self.using)  # fail fast on a queue that does not exist
+            except QueueNotFoundError:
+                if consumer.queue_options is None:
+                    raise
+                create_queue(name, using=self.using, **consumer.queue_options)
+        self.worker_id = background.register_worker(list(self.consumers), self.using)
 
     def _finish(self) -> None:
         # Each step may meet a database fault; what it could not hand back returns
