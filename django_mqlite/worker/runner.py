@@ -139,6 +139,7 @@ class Worker:
                 fault_s = min(fault_s * 2, FAULT_MAX_S)
         self.pool.start()
         wid = self.worker_id
+        assert wid is not None  # set by _register
         self._threads = [
             background.heartbeat_loop(
                 wid, float(mqlite_settings.HEARTBEAT_INTERVAL), self.pool.busy, self.using
