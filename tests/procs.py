@@ -22,7 +22,9 @@ ROOT = Path(__file__).resolve().parent.parent
 MANAGE = ROOT / "tests" / "workerproject" / "manage.py"
 
 
-def wait_for(predicate: Callable[[], Any], timeout: float = 20.0, every: float = 0.05) -> Any:
+def wait_for(
+    predicate: Callable[[], Any], timeout: float = 20.0, every: float = 0.05, what: str = ""
+) -> Any:
     """Poll ``predicate`` until it returns something truthy; fail after ``timeout`` s."""
     deadline = time.monotonic() + timeout
     while True:
@@ -30,7 +32,7 @@ def wait_for(predicate: Callable[[], Any], timeout: float = 20.0, every: float =
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s")
+            raise AssertionError(f"not reached within {timeout}s: {what or 'condition'}")
         time.sleep(every)
 
 

@@ -84,36 +84,9 @@ def promote_due(cursor: CursorWrapper, dialect: Dialect, queue_id: int, now: int
 def to_received(
     q: QueueRow, row: Sequence[Any], dialect: Dialect, alias: str, worker_id: int | None = None
 ) -> Received:
-    (
-        seq,
-        body,
-        message_id,
-        group_id,
-        subject,
-        props,
-        corr,
-        reply_to,
-        ctype,
-        priority,
-        delivery_count,
-        enqueued_at,
-        token,
-        locked_until,
-    ) = row[:14]
+    token, locked_until = row[12], row[13]
     return Received(
-        queue=q.name,
-        seq=seq,
-        body=bytes(body),
-        message_id=message_id,
-        group_id=group_id,
-        subject=subject,
-        properties=dialect.load_json(props) or {},
-        correlation_id=corr,
-        reply_to=reply_to,
-        content_type=ctype,
-        priority=priority,
-        delivery_count=delivery_count,
-        enqueued_at=from_ms(enqueued_at),
+        **core.message_fields(q.name, row, dialect),
         lock_token=token,
         locked_until=None if locked_until is None else from_ms(locked_until),
         using=alias,

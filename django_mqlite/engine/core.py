@@ -44,6 +44,27 @@ MESSAGE_COLUMNS = (
 )
 
 
+def message_fields(queue: str, row: Sequence[Any], dialect: Dialect) -> dict[str, Any]:
+    """The fields every message value shares, from the first 12 of ``MESSAGE_COLUMNS``."""
+    (seq, body, message_id, group_id, subject, props, corr, reply_to, ctype, priority,
+     delivery_count, enqueued_at) = row[:12]  # fmt: skip
+    return {
+        "queue": queue,
+        "seq": seq,
+        "body": bytes(body),
+        "message_id": message_id,
+        "group_id": group_id,
+        "subject": subject,
+        "properties": dialect.load_json(props) or {},
+        "correlation_id": corr,
+        "reply_to": reply_to,
+        "content_type": ctype,
+        "priority": priority,
+        "delivery_count": delivery_count,
+        "enqueued_at": from_ms(enqueued_at),
+    }
+
+
 def alias_of(using: str | None) -> str:
     return using or mqlite_settings.DATABASE
 

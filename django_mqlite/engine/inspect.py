@@ -6,7 +6,7 @@ from typing import Any
 
 from ..exceptions import InvalidArgumentError
 from . import core
-from .clock import from_ms, now_ms
+from .clock import now_ms
 from .types import TOTAL_NAMES, Peeked, QueueStats, State, ms_or_none
 
 _PEEK_COLUMNS = (
@@ -47,43 +47,10 @@ def peek(
     )
     out = []
     for r in cursor.fetchall():
-        (
-            seq,
-            body,
-            message_id,
-            group_id,
-            subject,
-            props,
-            corr,
-            reply_to,
-            ctype,
-            priority,
-            delivery_count,
-            enqueued_at,
-            _token,
-            locked_until,
-            st,
-            visible_at,
-            expires_at,
-            reason,
-            description,
-            last_error,
-        ) = r
+        locked_until, st, visible_at, expires_at, reason, description, last_error = r[13:20]
         out.append(
             Peeked(
-                queue=q.name,
-                seq=seq,
-                body=bytes(body),
-                message_id=message_id,
-                group_id=group_id,
-                subject=subject,
-                properties=dialect.load_json(props) or {},
-                correlation_id=corr,
-                reply_to=reply_to,
-                content_type=ctype,
-                priority=priority,
-                delivery_count=delivery_count,
-                enqueued_at=from_ms(enqueued_at),
+                **core.message_fields(q.name, r, dialect),
                 state=State(st),
                 visible_at=ms_or_none(visible_at),
                 expires_at=ms_or_none(expires_at),

@@ -16,7 +16,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,7 @@ from django.db import connection
 import django_mqlite as mq
 from django_mqlite.conf import mqlite_settings
 
-from ..procs import MANAGE, ROOT
+from ..procs import MANAGE, ROOT, wait_for
 
 
 class Fleet:
@@ -104,14 +103,7 @@ class Fleet:
 
 
 def wait_until(predicate: Any, timeout: float, every: float = 0.1, what: str = "") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not reached within {timeout}s: {what}")
-        time.sleep(every)
+    return wait_for(predicate, timeout, every, what)
 
 
 def receipts() -> dict[str, list[tuple[str, int]]]:
