@@ -81,6 +81,12 @@ class Fleet:
         proc.kill()
         proc.wait(30)
 
+    def wait_started(self, proc: subprocess.Popen[bytes], timeout: float = 60.0) -> None:
+        """Until the worker has installed its signal handlers and registered (a SIGTERM
+        before that has the default effect: the process dies with -15, having claimed
+        nothing)."""
+        wait_for(lambda: "started" in self.output(proc) or proc.poll() is not None, timeout)
+
     def terminate(self, proc: subprocess.Popen[bytes], timeout: float = 60.0) -> int:
         proc.send_signal(signal.SIGTERM)
         return proc.wait(timeout)

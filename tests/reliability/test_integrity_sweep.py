@@ -115,6 +115,7 @@ def test_integrity_sweep(tmp_path: Path, long_run: bool) -> None:
             fleet.start("-q", "sweep", "-c", THREADS, "--shutdown-timeout", "1")
         faults = chaos(fleet, rng, deadline=time.monotonic() + (n / 20_000) * 240)
         for proc in fleet.alive():
+            fleet.wait_started(proc)  # a worker the chaos just restarted may still load
             assert fleet.terminate(proc) == 0, fleet.output(proc)
     finally:
         fleet.cleanup()
