@@ -13,26 +13,14 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from .. import stats
+from ..engine.queues import QUEUE_OPTIONS
 from ..engine.types import State
 from ..models import Queue
 from . import actions, format
 from .base import ReadOnlyAdmin
 from .gauges import Gauges, gauges
 
-SETTINGS = (
-    "ordering",
-    "lock_duration",
-    "max_delivery_count",
-    "default_ttl",
-    "dead_letter_on_expire",
-    "dedup_window",
-    "content_dedup",
-    "dlq_max_age",
-    "dlq_max_count",
-    "dlq_max_bytes",
-    "keep_results",
-    "created",
-)
+SETTINGS = (*QUEUE_OPTIONS, "created")
 
 
 def _gauges(obj: Queue) -> Gauges:

@@ -68,17 +68,7 @@ class WorkerAdmin(ReadOnlyAdmin):
     list_filter = (StatusFilter, "host")
     search_fields = ("host",)
     ordering = ("-last_seen",)
-    fields = (
-        "host",
-        "pid",
-        "queue_names",
-        "worker_status",
-        "started",
-        "last_heartbeat",
-        "heartbeat_age",
-        "in_flight",
-        "stopped",
-    )
+    fields = list_display
     readonly_fields = fields
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:

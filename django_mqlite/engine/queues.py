@@ -14,7 +14,8 @@ from . import core
 from .clock import now_ms
 from .types import Ordering, Queue
 
-_OPTION_NAMES = (
+#: The options of ``create_queue``, in the order the docs and the admin show them.
+QUEUE_OPTIONS = (
     "ordering",
     "lock_duration",
     "max_delivery_count",
@@ -53,7 +54,7 @@ def _signed_int(value: object, what: str) -> int | None:
 
 
 def _columns(options: Mapping[str, Any]) -> dict[str, Any]:
-    unknown = set(options) - set(_OPTION_NAMES)
+    unknown = set(options) - set(QUEUE_OPTIONS)
     if unknown:
         raise InvalidArgumentError(f"unknown queue option(s): {', '.join(sorted(unknown))}")
     o = {
