@@ -12,6 +12,7 @@ from .engine.claim import receive, receive_deferred
 from .engine.inspect import peek, stats
 from .engine.maintenance import reap
 from .engine.queues import create_queue, delete_queue, get_queue, list_queues
+from .engine.received import Received
 from .engine.redrive import purge, redrive
 from .engine.send import cancel_scheduled, send, send_batch
 from .engine.settle import abandon, complete, complete_batch, defer, reject, renew, renew_batch
@@ -23,7 +24,6 @@ from .engine.types import (
     Peeked,
     Queue,
     QueueStats,
-    Received,
     State,
 )
 from .exceptions import (

@@ -105,7 +105,7 @@ def check_periodic(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]
     """Every ``MQLITE["PERIODIC"]`` schedule parses (cron, time zone, target)."""
     from django.core.exceptions import ImproperlyConfigured
 
-    from .periodic import schedules
+    from .tasks.periodic import schedules
 
     try:
         schedules()

@@ -35,7 +35,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
-from django.utils.module_loading import autodiscover_modules
 
 from .engine.core import check_queue_name
 
@@ -141,14 +140,3 @@ def consumer(queue: str, *, timeout: float | None = None) -> Callable[[Handler],
         return func
 
     return decorate
-
-
-def autodiscover() -> None:
-    """Import the ``consumers`` and ``tasks`` modules of every installed app, and register
-    the task runner for the queues of every django-mqlite Tasks backend."""
-    autodiscover_modules("consumers", "tasks")
-    try:
-        from .task_runner import register_task_queues
-    except ImportError:  # neither django.tasks nor the django-tasks backport
-        return
-    register_task_queues(registry)

@@ -8,7 +8,7 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 
 import django_mqlite as mq
-from django_mqlite import consumers
+from django_mqlite import consumers, discovery
 from django_mqlite.consumers import Registry
 
 
@@ -64,8 +64,8 @@ def test_decorator_registers_in_the_global_registry_and_stacks() -> None:
 
 def test_autodiscover_imports_consumers_and_tasks(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[tuple[str, ...]] = []
-    monkeypatch.setattr(consumers, "autodiscover_modules", lambda *names: seen.append(names))
-    consumers.autodiscover()
+    monkeypatch.setattr(discovery, "autodiscover_modules", lambda *names: seen.append(names))
+    discovery.autodiscover()
     assert seen == [("consumers", "tasks")]
 
 

@@ -25,7 +25,8 @@ from . import core, wakeup
 from .clock import from_ms, now_ms
 from .core import QueueRow
 from .dialects import Dialect
-from .types import Mode, Received
+from .received import Received
+from .types import Mode
 
 _claim_sql: dict[tuple[str, bool], str] = {}
 

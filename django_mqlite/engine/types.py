@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import enum
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from .clock import from_ms
@@ -102,64 +102,6 @@ class Completion:
     result: Any = None
     attempt: Any = None
     on_completed: Any = None  # called once the completion has committed
-
-
-@dataclass
-class Received(_MessageFields):
-    """A claimed message. Settle it with one of its methods (or the module functions)."""
-
-    lock_token: str | None = None
-    locked_until: dt.datetime | None = None
-    using: str | None = field(default=None, repr=False, compare=False)
-    #: The worker registry id the claim was made for (``receive(worker_id=...)``).
-    worker_id: int | None = field(default=None, repr=False, compare=False)
-    #: The verb that settled this message through its methods ("complete", "abandon",
-    #: "reject", "defer"), or None. A worker leaves a message its handler settled alone;
-    #: code settling through the module-level functions sets this itself.
-    settled: str | None = field(default=None, repr=False, compare=False)
-    #: Set by a handler that returns normally but wants its completion to carry a result
-    #: and an attempt record (the Tasks runner): the worker completes it in its next
-    #: batch with these and then calls ``completion.on_completed()``.
-    completion: Completion | None = field(default=None, repr=False, compare=False)
-
-    def _token(self) -> str:
-        if self.lock_token is None:
-            from ..exceptions import LockLostError
-
-            raise LockLostError("message was received without a lock (receive_and_delete)")
-        return self.lock_token
-
-    def complete(self) -> None:
-        from . import settle
-
-        settle.complete(self.queue, self.seq, self._token(), using=self.using)
-        self.settled = "complete"
-
-    def abandon(self, delay: float | dt.timedelta | None = None) -> None:
-        from . import settle
-
-        settle.abandon(self.queue, self.seq, self._token(), delay=delay, using=self.using)
-        self.settled = "abandon"
-
-    def reject(self, reason: str, description: str = "") -> None:
-        from . import settle
-
-        settle.reject(self.queue, self.seq, self._token(), reason, description, using=self.using)
-        self.settled = "reject"
-
-    def defer(self) -> None:
-        from . import settle
-
-        settle.defer(self.queue, self.seq, self._token(), using=self.using)
-        self.settled = "defer"
-
-    def renew(self, lock_duration: float | dt.timedelta | None = None) -> dt.datetime:
-        from . import settle
-
-        self.locked_until = settle.renew(
-            self.queue, self.seq, self._token(), lock_duration=lock_duration, using=self.using
-        )
-        return self.locked_until
 
 
 @dataclass

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..consumers import Consumer
-from ..engine.types import Received
+from ..engine.received import Received
 
 
 @dataclass(eq=False)

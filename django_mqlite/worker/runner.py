@@ -26,7 +26,6 @@ from django.db import Error as DatabaseError
 from django.db import InterfaceError, OperationalError, connections
 
 from .. import consumers as consumers_mod
-from .. import periodic
 from ..conf import mqlite_settings
 from ..consumers import Consumer, Registry
 from ..engine import core, settle, wakeup
@@ -35,6 +34,7 @@ from ..engine.clock import now_ms, to_ms
 from ..engine.dialects import dialect_for
 from ..engine.queues import create_queue, get_queue, sync_declared
 from ..exceptions import LockLostError, QueueNotFoundError
+from ..tasks import periodic
 from . import background
 from .delivery import Delivery
 from .memory import rss_mb

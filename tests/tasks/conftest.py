@@ -6,8 +6,8 @@ from typing import Any
 import pytest
 
 from django_mqlite.consumers import Registry
-from django_mqlite.task_runner import register_task_queues
-from django_mqlite.tasks_compat import task_backends
+from django_mqlite.tasks.compat import task_backends
+from django_mqlite.tasks.runner import register_task_queues
 from django_mqlite.worker import Worker
 
 

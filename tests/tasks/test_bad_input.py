@@ -12,7 +12,7 @@ from django.test import override_settings
 import django_mqlite as mq
 from django_mqlite.backends import MQLiteBackend
 from django_mqlite.checks import check_periodic
-from django_mqlite.tasks_compat import InvalidTaskError, TaskResultDoesNotExist
+from django_mqlite.tasks.compat import InvalidTaskError, TaskResultDoesNotExist
 from tests.workerproject.recorder import tasks
 
 pytestmark = pytest.mark.django_db(transaction=True)

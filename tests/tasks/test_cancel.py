@@ -9,7 +9,7 @@ import pytest
 
 import django_mqlite as mq
 from django_mqlite.backends import TaskCancelledError
-from django_mqlite.tasks_compat import TaskResultStatus
+from django_mqlite.tasks.compat import TaskResultStatus
 from tests.workerproject.recorder import tasks
 
 pytestmark = pytest.mark.django_db(transaction=True)

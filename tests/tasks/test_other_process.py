@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from django_mqlite.tasks_compat import TaskResultStatus
+from django_mqlite.tasks.compat import TaskResultStatus
 from tests.procs import MANAGE, ROOT
 from tests.workerproject.recorder import tasks
 

@@ -6,7 +6,7 @@ import pytest
 from django.db import transaction
 
 import django_mqlite as mq
-from django_mqlite.tasks_compat import TaskResultDoesNotExist
+from django_mqlite.tasks.compat import TaskResultDoesNotExist
 from tests.workerproject.recorder import tasks
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -12,8 +12,8 @@ from django.db import connections
 from django.test import override_settings
 
 import django_mqlite as mq
-from django_mqlite.periodic import Ticker, schedules
-from django_mqlite.tasks_compat import TaskResultStatus
+from django_mqlite.tasks.compat import TaskResultStatus
+from django_mqlite.tasks.periodic import Ticker, schedules
 from tests.workerproject.recorder import tasks
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from django_mqlite.tasks_compat import task_enqueued, task_finished, task_started
+from django_mqlite.tasks.compat import task_enqueued, task_finished, task_started
 from tests.workerproject.recorder import tasks
 
 pytestmark = pytest.mark.django_db(transaction=True)

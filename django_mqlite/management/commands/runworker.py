@@ -10,7 +10,7 @@ from typing import Any
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from ...consumers import autodiscover
+from ...discovery import autodiscover
 from ...exceptions import MQLiteError
 from ...worker import Worker
 

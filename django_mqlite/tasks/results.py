@@ -13,11 +13,34 @@ from typing import TYPE_CHECKING, Any
 
 from django.utils.module_loading import import_string
 
-from .engine.clock import from_ms
-from .tasks_compat import Task, TaskError, TaskResult, TaskResultStatus
+from ..engine.clock import from_ms
+from .compat import Task, TaskError, TaskResult, TaskResultStatus
 
 if TYPE_CHECKING:
-    from .backends import MQLiteBackend
+    from .backend import MQLiteBackend
+
+#: Subject prefix that marks a message as a task (and names its function).
+SUBJECT_PREFIX = "task:"
+
+
+class TaskCancelledError(Exception):
+    """The error a cancelled task reads as having failed with."""
+
+
+class TaskDeadLetteredError(Exception):
+    """The error of a task dead-lettered for a reason other than its own exceptions
+    (TTL expiry, an operator's reject, a worker lost on its last attempt)."""
+
+
+def parse_id(result_id: object) -> int | None:
+    """A result id is a message seq in decimal; anything else is no id at all."""
+    if not isinstance(result_id, str) or not result_id.isascii() or not result_id.isdigit():
+        return None
+    if len(result_id) > 19:
+        return None
+    seq = int(result_id)
+    return seq if 0 < seq < 2**63 else None
+
 
 STATUS_OF_STATE = {
     "active": TaskResultStatus.READY,
@@ -48,8 +71,7 @@ COLUMNS = (
 
 
 def _row(backend: MQLiteBackend, result_id: str, columns: tuple[str, ...]) -> Any:
-    from .backends import SUBJECT_PREFIX, parse_id
-    from .models import Message
+    from ..models import Message
 
     seq = parse_id(result_id)
     if seq is None:
@@ -66,7 +88,7 @@ def _row(backend: MQLiteBackend, result_id: str, columns: tuple[str, ...]) -> An
 
 
 def _default_alias() -> str:
-    from .conf import mqlite_settings
+    from ..conf import mqlite_settings
 
     return str(mqlite_settings.DATABASE)
 
@@ -136,7 +158,6 @@ _FINAL = (TaskResultStatus.SUCCESSFUL, TaskResultStatus.FAILED)
 def _burial_error(row: dict[str, Any], history: list[dict[str, Any]]) -> TaskError | None:
     """A FAILED task whose own attempts do not explain the failure still reads with an
     error: its cancellation, or the dead-letter reason."""
-    from .backends import TaskCancelledError, TaskDeadLetteredError
 
     reason = row["dead_letter_reason"] or ""
     if reason == "Cancelled":

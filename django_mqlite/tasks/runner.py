@@ -1,6 +1,6 @@
 """Running Django Tasks inside ``runworker``.
 
-``register_task_queues`` (called by ``consumers.autodiscover``) registers ``run_task`` as
+``register_task_queues`` (called by ``discovery.autodiscover``) registers ``run_task`` as
 the consumer of every queue of every ``MQLiteBackend``. For each delivery it:
 
 1. sends ``task_started`` (the earlier attempts are read only on a redelivery);
@@ -31,14 +31,16 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
-from .conf import mqlite_settings
-from .consumers import Registry
-from .engine import settle
-from .engine.clock import now_ms, to_ms
-from .engine.queues import get_queue
-from .engine.types import Completion, Received
-from .exceptions import LockLostError, Reject
-from .tasks_compat import (
+from ..conf import mqlite_settings
+from ..consumers import Registry
+from ..engine import settle
+from ..engine.clock import now_ms, to_ms
+from ..engine.queues import get_queue
+from ..engine.received import Received
+from ..engine.types import Completion
+from ..exceptions import LockLostError, Reject
+from ..worker.retry import backoff_delay
+from .compat import (
     Task,
     TaskContext,
     TaskResult,
@@ -48,7 +50,6 @@ from .tasks_compat import (
     task_finished,
     task_started,
 )
-from .worker.retry import backoff_delay
 
 logger = logging.getLogger("django_mqlite.tasks")
 _rng = random.Random()  # noqa: S311 - jitter, not security
@@ -58,7 +59,7 @@ FAILED_REASON = "TaskFailed"
 
 def mqlite_backends() -> list[Any]:
     """The configured Tasks backends that are ours."""
-    from .backends import MQLiteBackend
+    from .backend import MQLiteBackend
 
     out = []
     for alias in task_backends.settings:
@@ -105,7 +106,7 @@ class Job:
 
     @classmethod
     def load(cls, msg: Received) -> Job:
-        from .task_results import resolve_task
+        from .results import resolve_task
 
         body = json.loads(msg.body)
         task = resolve_task(body["task"])
@@ -117,7 +118,7 @@ class Job:
     # -- the history: earlier attempts from the row, this one in memory -----------------
 
     def _rows(self) -> Any:
-        from .models import Message
+        from ..models import Message
 
         return Message.objects.using(self.msg.using or mqlite_settings.DATABASE).filter(
             seq=self.msg.seq,
@@ -157,7 +158,7 @@ class Job:
     # -- results and settlement ---------------------------------------------------------
 
     def result(self, status: Any, value: Any = None, finished: bool = False) -> TaskResult:
-        from .task_results import build_result
+        from .results import build_result
 
         return build_result(
             self.task,

@@ -38,9 +38,9 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 from django.utils.module_loading import import_string
 
-from .conf import mqlite_settings
-from .engine import core
-from .engine.clock import from_ms, now_ms, to_ms
+from ..conf import mqlite_settings
+from ..engine import core
+from ..engine.clock import from_ms, now_ms, to_ms
 
 logger = logging.getLogger("django_mqlite.periodic")
 
@@ -150,7 +150,7 @@ class Ticker:
         return done
 
     def _advance(self, schedule: Schedule, latest: int) -> int:
-        from .models import PeriodicSchedule
+        from ..models import PeriodicSchedule
 
         rows = PeriodicSchedule.objects.using(self.using)
         last = rows.filter(name=schedule.name).values_list("last_at", flat=True).first()
@@ -178,8 +178,8 @@ class Ticker:
         return len(due)
 
     def _enqueue(self, schedule: Schedule, occurrence: int) -> None:
-        from .backends import MQLiteBackend
-        from .engine.send import send
+        from ..engine.send import send
+        from .backend import MQLiteBackend
 
         key = schedule.key(occurrence)
         if schedule.queue is not None:
@@ -196,7 +196,7 @@ class Ticker:
 
 def ticker_loop(*, using: str | None = None) -> Any:
     """The worker's background thread that ticks every second."""
-    from .worker.background import Loop
+    from ..worker.background import Loop
 
     ticker = Ticker(using=using)
     return Loop("mqlite-periodic", TICK_INTERVAL_S, ticker.tick)

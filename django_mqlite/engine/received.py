@@ -1,0 +1,61 @@
+"""A claimed message and its settlement methods.
+
+It lives apart from the plain value types (``types``) because its methods call the
+settle functions, and the settle functions need the value types: the dependency runs
+``received`` -> ``settle`` -> ``types``, never back.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+
+from ..exceptions import LockLostError
+from . import settle
+from .types import Completion, _MessageFields
+
+
+@dataclass
+class Received(_MessageFields):
+    """A claimed message. Settle it with one of its methods (or the module functions)."""
+
+    lock_token: str | None = None
+    locked_until: dt.datetime | None = None
+    using: str | None = field(default=None, repr=False, compare=False)
+    #: The worker registry id the claim was made for (``receive(worker_id=...)``).
+    worker_id: int | None = field(default=None, repr=False, compare=False)
+    #: The verb that settled this message through its methods ("complete", "abandon",
+    #: "reject", "defer"), or None. A worker leaves a message its handler settled alone;
+    #: code settling through the module-level functions sets this itself.
+    settled: str | None = field(default=None, repr=False, compare=False)
+    #: Set by a handler that returns normally but wants its completion to carry a result
+    #: and an attempt record (the Tasks runner): the worker completes it in its next
+    #: batch with these and then calls ``completion.on_completed()``.
+    completion: Completion | None = field(default=None, repr=False, compare=False)
+
+    def _token(self) -> str:
+        if self.lock_token is None:
+            raise LockLostError("message was received without a lock (receive_and_delete)")
+        return self.lock_token
+
+    def complete(self) -> None:
+        settle.complete(self.queue, self.seq, self._token(), using=self.using)
+        self.settled = "complete"
+
+    def abandon(self, delay: float | dt.timedelta | None = None) -> None:
+        settle.abandon(self.queue, self.seq, self._token(), delay=delay, using=self.using)
+        self.settled = "abandon"
+
+    def reject(self, reason: str, description: str = "") -> None:
+        settle.reject(self.queue, self.seq, self._token(), reason, description, using=self.using)
+        self.settled = "reject"
+
+    def defer(self) -> None:
+        settle.defer(self.queue, self.seq, self._token(), using=self.using)
+        self.settled = "defer"
+
+    def renew(self, lock_duration: float | dt.timedelta | None = None) -> dt.datetime:
+        self.locked_until = settle.renew(
+            self.queue, self.seq, self._token(), lock_duration=lock_duration, using=self.using
+        )
+        return self.locked_until

@@ -1,0 +1,284 @@
+"""The Django Tasks backend: ``TASKS = {"default": {"BACKEND":
+"django_mqlite.backends.MQLiteBackend", "QUEUES": ["default"], "OPTIONS": {...}}}``.
+
+A task is a message on the mqlite queue named like the task's ``queue_name``; its result
+id is the message's seq. Enqueueing is a row insert in the caller's transaction (the
+outbox); ``runworker`` runs it (``task_runner``); ``get_result`` reads the row from any
+process. Constructing the backend touches neither models nor the database: Django
+builds it when a ``@task`` module is imported.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.core import checks
+from django.core.exceptions import ImproperlyConfigured
+from django.db import IntegrityError
+from django.utils import timezone
+
+from ..engine import clock
+from ..exceptions import QueueNotFoundError
+from .compat import (
+    BaseTaskBackend,
+    InvalidTaskError,
+    Task,
+    TaskResult,
+    TaskResultDoesNotExist,
+    TaskResultStatus,
+    normalize_json,
+    task_enqueued,
+)
+from .results import (
+    SUBJECT_PREFIX,
+    TaskCancelledError,
+    TaskDeadLetteredError,
+    load_result,
+    locate,
+    parse_id,
+)
+
+DEFAULT_KEEP_RESULTS = 7 * 86400.0
+OPTION_NAMES = ("database", "max_attempts", "backoff", "timeout", "keep_results", "queue_options")
+
+Backoff = float | Callable[[int], float]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MQLiteTask(Task):  # type: ignore[misc,unused-ignore]
+    """A task with a retry and timeout policy: ``@task(max_attempts=3, backoff=2,
+    timeout=60)``. ``None`` takes the backend's ``OPTIONS`` (then the defaults)."""
+
+    #: Attempts before the task is FAILED (1: no retry).
+    max_attempts: int | None = None
+    #: Seconds before the first retry, doubling each time (with jitter, capped by
+    #: ``MQLITE["RETRY_BACKOFF_CAP"]``), or ``callable(attempt) -> seconds``.
+    backoff: Backoff | None = None
+    #: Seconds an attempt may run before it counts as failed.
+    timeout: float | None = None
+
+
+def _check_positive(value: object, what: str, *, allow_zero: bool = False) -> None:
+    ok = (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and (value > 0 or (allow_zero and value == 0))
+    )
+    if not ok:
+        raise InvalidTaskError(f"{what} must be a positive number of seconds, not {value!r}")
+
+
+def check_policy(max_attempts: object, backoff: object, timeout: object) -> None:
+    """Validate a retry/timeout policy (a task's or the OPTIONS defaults)."""
+    if max_attempts is not None and (
+        not isinstance(max_attempts, int) or isinstance(max_attempts, bool) or max_attempts < 1
+    ):
+        raise InvalidTaskError(f"max_attempts must be an integer >= 1, not {max_attempts!r}")
+    if backoff is not None and not callable(backoff):
+        _check_positive(backoff, "backoff", allow_zero=True)
+    if timeout is not None:
+        _check_positive(timeout, "timeout")
+
+
+class MQLiteBackend(BaseTaskBackend):  # type: ignore[misc,unused-ignore]
+    task_class = MQLiteTask
+    supports_defer = True
+    supports_priority = True
+    supports_get_result = True
+    supports_async_task = True
+
+    def __init__(self, alias: str, params: dict[str, Any]) -> None:
+        super().__init__(alias, params)
+        options = dict(self.options)
+        unknown = set(options) - set(OPTION_NAMES)
+        if unknown:
+            raise ImproperlyConfigured(
+                f"TASKS[{alias!r}]['OPTIONS']: unknown option(s) {', '.join(sorted(unknown))} "
+                f"(known: {', '.join(OPTION_NAMES)})"
+            )
+        self.database: str | None = options.get("database")
+        self.max_attempts: int = options.get("max_attempts", 1)
+        self.backoff: Backoff | None = options.get("backoff")
+        self.timeout: float | None = options.get("timeout")
+        try:
+            check_policy(self.max_attempts, self.backoff, self.timeout)
+        except InvalidTaskError as exc:
+            raise ImproperlyConfigured(f"TASKS[{alias!r}]['OPTIONS']: {exc}") from None
+        queue_options = dict(options.get("queue_options") or {})
+        queue_options.setdefault("keep_results", options.get("keep_results", DEFAULT_KEEP_RESULTS))
+        #: Options of ``mq.create_queue`` for task queues created on demand.
+        self.queue_options: dict[str, Any] = queue_options
+
+    # -- validation ---------------------------------------------------------------------
+
+    def validate_task(self, task: Task) -> None:
+        super().validate_task(task)
+        check_policy(
+            getattr(task, "max_attempts", None),
+            getattr(task, "backoff", None),
+            getattr(task, "timeout", None),
+        )
+
+    def check(self, **kwargs: Any) -> list[checks.CheckMessage]:
+        out = list(super().check(**kwargs))
+        if not self.queues:
+            out.append(
+                checks.Error(
+                    f"TASKS[{self.alias!r}] uses MQLiteBackend without QUEUES.",
+                    hint='List the queue names, e.g. "QUEUES": ["default"]; workers serve them.',
+                    id="django_mqlite.E010",
+                )
+            )
+        declared = getattr(settings, "MQLITE", {}).get("QUEUES", {}) or {}
+        for name in sorted(self.queues):
+            if name in declared and not (declared[name] or {}).get("keep_results"):
+                out.append(
+                    checks.Warning(
+                        f'MQLITE["QUEUES"][{name!r}] serves tasks but keeps no results: '
+                        "get_result() cannot find a task once it succeeded.",
+                        hint='Add "keep_results": <seconds> to that queue\'s options.',
+                        id="django_mqlite.W010",
+                    )
+                )
+        return out
+
+    # -- policy -------------------------------------------------------------------------
+
+    def policy(self, task: Task) -> tuple[int, Backoff | None, float | None]:
+        """The task's (max_attempts, backoff, timeout), falling back to OPTIONS."""
+        max_attempts = getattr(task, "max_attempts", None) or self.max_attempts
+        backoff = getattr(task, "backoff", None)
+        timeout = getattr(task, "timeout", None)
+        return (
+            max_attempts,
+            self.backoff if backoff is None else backoff,
+            self.timeout if timeout is None else timeout,
+        )
+
+    # -- enqueue ------------------------------------------------------------------------
+
+    def enqueue(self, task: Task, args: Any, kwargs: Any) -> TaskResult:
+        return self._enqueue(task, args, kwargs, message_id=None)
+
+    def enqueue_once(self, task: Task, args: Any, kwargs: Any, key: str) -> TaskResult:
+        """Enqueue unless a task with the same ``key`` (at most 128 characters) was
+        enqueued on that queue within the queue's ``dedup_window``; then return that
+        one's result. Periodic schedules use it with the occurrence's time as key."""
+        return self._enqueue(task, args, kwargs, message_id=key)
+
+    def _enqueue(self, task: Task, args: Any, kwargs: Any, *, message_id: str | None) -> TaskResult:
+        self.validate_task(task)
+        body = envelope(task, args, kwargs, self.alias)
+        _, _, timeout = self.policy(task)
+        run_after = task.run_after
+        if run_after is not None and timezone.is_naive(run_after):
+            run_after = timezone.make_aware(run_after)
+        seq = self._send(
+            task.queue_name,
+            body,
+            subject=f"{SUBJECT_PREFIX}{task.module_path}"[:256],
+            priority=task.priority,
+            scheduled_at=run_after,
+            properties={"timeout": timeout} if timeout is not None else None,
+            message_id=message_id,
+        )
+        result: TaskResult[Any, Any] = TaskResult(
+            task=task,
+            id=str(seq),
+            status=TaskResultStatus.READY,
+            enqueued_at=clock.now(),
+            started_at=None,
+            finished_at=None,
+            last_attempted_at=None,
+            args=body["args"],
+            kwargs=body["kwargs"],
+            backend=self.alias,
+            errors=[],
+            worker_ids=[],
+        )
+        task_enqueued.send(type(self), task_result=result)
+        return result
+
+    def _send(self, queue: str, body: Any, **options: Any) -> int:
+        from ..engine.queues import create_queue
+        from ..engine.send import send
+
+        try:
+            return send(queue, body, using=self.database, **options)
+        except QueueNotFoundError:
+            pass
+        try:
+            create_queue(queue, using=self.database, **self.queue_options)
+        except IntegrityError:  # created by a concurrent enqueue
+            pass
+        return send(queue, body, using=self.database, **options)
+
+    # -- results ------------------------------------------------------------------------
+
+    def get_result(self, result_id: str) -> TaskResult:
+
+        result = load_result(self, result_id)
+        if result is None:
+            raise TaskResultDoesNotExist(result_id)
+        return result
+
+    def cancel(self, result_id: str) -> bool:
+        """Cancel a task that is waiting to run (READY: not started yet, or waiting for
+        a retry). It then reads as FAILED with a ``TaskCancelledError``. Returns False
+        when there is nothing to cancel (running, finished, or unknown)."""
+        from ..engine.redrive import bury
+
+        found = locate(self, result_id)
+        if found is None:
+            return False
+        queue, seq = found
+        return bury(queue, seq, "Cancelled", "cancelled by the application", using=self.database)
+
+    async def acancel(self, result_id: str) -> bool:
+        from asgiref.sync import sync_to_async
+
+        return await sync_to_async(self.cancel, thread_sensitive=True)(result_id)
+
+
+def envelope(task: Task, args: Any, kwargs: Any, alias: str) -> dict[str, Any]:
+    """The message body of a task call. Arguments must be JSON: anything else raises
+    TypeError here, before anything is written."""
+    try:
+        norm_args = normalize_json(list(args))
+        norm_kwargs = normalize_json(dict(kwargs))
+    except (TypeError, ValueError) as exc:
+        raise TypeError(
+            f"arguments of task {task.module_path} must be JSON-serializable: {exc}"
+        ) from None
+    for key in norm_kwargs:
+        if not isinstance(key, str):
+            raise TypeError(f"keyword argument names must be strings, not {key!r}")
+    for value in (norm_args, norm_kwargs):
+        _reject_non_finite(value, task.module_path)
+    return {"task": task.module_path, "args": norm_args, "kwargs": norm_kwargs, "backend": alias}
+
+
+def _reject_non_finite(value: Any, path: str) -> None:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise TypeError(f"arguments of task {path} must be JSON: {value!r} is not")
+    if isinstance(value, list):
+        for v in value:
+            _reject_non_finite(v, path)
+    elif isinstance(value, Mapping):
+        for v in value.values():
+            _reject_non_finite(v, path)
+
+
+__all__ = [
+    "MQLiteBackend",
+    "MQLiteTask",
+    "TaskCancelledError",
+    "TaskDeadLetteredError",
+    "envelope",
+    "parse_id",
+]
