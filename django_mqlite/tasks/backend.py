@@ -178,6 +178,8 @@ class MQLiteBackend(BaseTaskBackend):  # type: ignore[misc,unused-ignore]
         run_after = task.run_after
         if run_after is not None and timezone.is_naive(run_after):
             run_after = timezone.make_aware(run_after)
+        if run_after is not None:  # kept in the body: the row's visible_at moves on claims
+            body["run_after"] = clock.to_ms(run_after)
         seq = self._send(
             task.queue_name,
             body,

@@ -107,6 +107,18 @@ def resolve_task(path: str) -> Task | None:
     return found if isinstance(found, Task) else None
 
 
+def restore_task(task: Task, body: dict[str, Any], *, priority: int, queue_name: str) -> Task:
+    """The task as it was enqueued: the imported Task with the priority, queue, backend
+    and ``run_after`` the call was made with (``using()`` may have changed any of them)."""
+    changes: dict[str, Any] = {"priority": priority, "queue_name": queue_name}
+    if body.get("backend"):
+        changes["backend"] = body["backend"]
+    run_after = body.get("run_after")
+    if isinstance(run_after, int):
+        changes["run_after"] = from_ms(run_after)
+    return dataclasses.replace(task, **changes)
+
+
 def load_result(backend: MQLiteBackend, result_id: str) -> TaskResult | None:
     import json
 
@@ -120,12 +132,9 @@ def load_result(backend: MQLiteBackend, result_id: str) -> TaskResult | None:
     task = resolve_task(body.get("task", ""))
     if task is None:
         return None
-    task = dataclasses.replace(
-        task,
-        priority=row["priority"],
-        queue_name=row["queue__name"],
-        backend=body.get("backend", backend.alias),
-    )
+    task = restore_task(task, body, priority=row["priority"], queue_name=row["queue__name"])
+    if "backend" not in body:
+        task = dataclasses.replace(task, backend=backend.alias)
     state = row["state"]
     status = STATUS_OF_STATE[state]
     finished = row["completed_at"] if state == "completed" else row["dead_lettered_at"]

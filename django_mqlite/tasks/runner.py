@@ -106,12 +106,13 @@ class Job:
 
     @classmethod
     def load(cls, msg: Received) -> Job:
-        from .results import resolve_task
+        from .results import resolve_task, restore_task
 
         body = json.loads(msg.body)
         task = resolve_task(body["task"])
         if task is None:
             raise LookupError(f"task {body['task']!r} cannot be imported by this worker")
+        task = restore_task(task, body, priority=msg.priority, queue_name=msg.queue)
         backend = task_backends[body.get("backend") or task.backend]
         return cls(msg, task, backend, body.get("args", []), body.get("kwargs", {}))
 
@@ -256,7 +257,11 @@ def run_task(msg: Received) -> None:
             value = job.task.call(*job.args, **job.kwargs)
         value = normalize_json(value)
         json.dumps(value, allow_nan=False)
-    except Exception as exc:
+    except BaseException as exc:
+        # SystemExit (a library calling sys.exit) fails the task like any exception.
+        # KeyboardInterrupt too: raised inside a task it is the task's own doing (a real
+        # Ctrl-C reaches the worker's main thread, which drains gracefully), and letting
+        # it escape would leave the task RUNNING with its lease renewed forever.
         tb = traceback.format_exc()
         job.record_error(_class_path(exc), tb)
         final = job.fail(

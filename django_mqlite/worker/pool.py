@@ -64,10 +64,11 @@ class Pool:
             self._spawn()
 
     def _spawn(self) -> None:
-        self._serial += 1
-        t = threading.Thread(target=self._thread_main, name=f"mqlite-handler-{self._serial}")
-        t.daemon = True
-        self._threads.append(t)
+        with self.lock:  # handler threads replace themselves too
+            self._serial += 1
+            t = threading.Thread(target=self._thread_main, name=f"mqlite-handler-{self._serial}")
+            t.daemon = True
+            self._threads.append(t)
         t.start()
 
     def close(self, wait_s: float = 1.0) -> None:
@@ -135,6 +136,7 @@ class Pool:
     # -- the thread ---------------------------------------------------------------------
 
     def _thread_main(self) -> None:
+        d: Delivery | None = None
         try:
             while True:
                 with self.lock:
@@ -148,8 +150,35 @@ class Pool:
                 self._execute(d)
                 if d.timed_out:
                     return  # a replacement thread took this one's place
+                d = None
+        except BaseException as exc:
+            self._thread_died(d, exc)
         finally:
             connections.close_all()
+
+    def _thread_died(self, d: Delivery | None, exc: BaseException) -> None:
+        """Whatever killed this thread (a bug, ``SystemExit`` from the settle path), its
+        delivery is failed like any failed attempt, not left running with a renewed
+        lease, and a new thread takes its place so the worker keeps its concurrency."""
+        logger.error("handler thread died: %r", exc, exc_info=exc)
+        with self.lock:
+            replace = not self._closing
+            owned = d is not None and d in self.running
+            if owned:
+                assert d is not None
+                self.running.discard(d)
+                d.finished = True
+        if owned:
+            assert d is not None
+            try:
+                failure = RuntimeError(f"handler thread died: {exc!r}")
+                tb = f"{failure}\n{traceback.format_exc()}"
+                self._settle_directly(d, failure, tb)
+            except Exception:  # the lease then runs out and the reaper takes it back
+                logger.exception("could not fail %s #%s", d.msg.queue, d.msg.seq)
+        if replace:
+            self._spawn()
+        self.wake()
 
     def _execute(self, d: Delivery) -> None:
         msg = d.msg
@@ -157,7 +186,9 @@ class Pool:
         tb = ""
         try:
             d.consumer.func(msg)
-        except Exception as exc:
+        except BaseException as exc:
+            # A handler that calls sys.exit() or raises KeyboardInterrupt has failed its
+            # attempt; neither may take the thread (and the message's lease) with it.
             failure, tb = exc, traceback.format_exc()
         with self.lock:
             late = d.timed_out

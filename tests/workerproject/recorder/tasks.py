@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sys
 import time
 from typing import Any
 
@@ -68,3 +69,15 @@ def too_slow(seconds: float) -> None:
 @task(queue_name="tasks-other")
 def returns_set() -> Any:
     return {1, 2}
+
+
+@task(queue_name="tasks", max_attempts=2, backoff=0)
+def calls_sys_exit(code: int) -> None:
+    _log("calls_sys_exit", code=code)
+    sys.exit(code)
+
+
+@task(queue_name="tasks", max_attempts=1)
+def raises_keyboard_interrupt() -> None:
+    _log("raises_keyboard_interrupt")
+    raise KeyboardInterrupt("raised by the task itself")
