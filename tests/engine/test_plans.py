@@ -69,13 +69,16 @@ def backlog() -> Iterator[None]:
     yield
 
 
-def assert_seeks(run: Callable[[], object], index: str) -> None:
+def assert_seeks(run: Callable[[], object], index: str | tuple[str, ...]) -> None:
+    """Every statement ``run`` makes seeks an index (no full scan), one of them ``index``
+    (or one of several indexes that serve the statement equally well)."""
     statements = list(message_statements(run))
     assert statements, "nothing was captured"
     plans = [explain(sql) for sql in statements]
     for sql, plan in zip(statements, plans, strict=True):
         assert full_scans(plan) == [], f"{sql}\n--- scans:\n{plan}"
-    assert any(index in plan for plan in plans), "\n\n".join(plans)
+    wanted = (index,) if isinstance(index, str) else index
+    assert any(i in plan for plan in plans for i in wanted), "\n\n".join(plans)
 
 
 def test_claim_seeks_the_claim_index_behind_a_blocked_group(backlog: None) -> None:
@@ -119,7 +122,8 @@ def test_reaper_passes_seek_their_partial_indexes(backlog: None) -> None:
         ("reclaim_stale_workers", "mqlite_msg_owner"),
         ("promote_scheduled", "mqlite_msg_due"),
         ("expire_ttl", "mqlite_msg_ttl"),
-        ("result_retention", "mqlite_msg_results"),
+        # With few completed rows PostgreSQL may seek (queue, state) instead: also a seek.
+        ("result_retention", ("mqlite_msg_results", "mqlite_msg_state")),
     ]:
         assert_seeks(lambda name=name: getattr(maintenance, name)("default"), index)
     mq.create_queue("big", keep_results=3600, dlq_max_count=1)
