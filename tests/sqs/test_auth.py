@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import datetime as dt
 import urllib.request
-from unittest import mock
 from collections.abc import Callable
 from typing import Any
+from unittest import mock
 
 import pytest
 from botocore import UNSIGNED
@@ -50,14 +50,16 @@ def raw(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, bytes, Any
         return exc.code, exc.read(), exc.headers
 
 
-def signed(url: str, body: bytes, when: dt.datetime | None = None) -> dict[str, str]:
+def signed(
+    url: str, body: bytes, when: dt.datetime | None = None, target: str = "ListQueues"
+) -> dict[str, str]:
     request = AWSRequest(
         "POST",
         url,
         data=body,
         headers={
             "Content-Type": "application/x-amz-json-1.0",
-            "X-Amz-Target": "AmazonSQS.ListQueues",
+            "X-Amz-Target": f"AmazonSQS.{target}",
         },
     )
     auth = SigV4Auth(Credentials(KEY, SECRET), "sqs", "us-east-1")
