@@ -96,7 +96,7 @@ def test_redrive_policy_moves_to_the_dlq_after_max_receives(sqs: Any) -> None:
     assert sqs.list_dead_letter_source_queues(QueueUrl=dlq)["queueUrls"] == [src]
     sent = sqs.send_message(QueueUrl=src, MessageBody="poison")
     for _ in range(2):
-        (m,) = sqs.receive_message(QueueUrl=src, VisibilityTimeout=0)["Messages"]
+        (_m,) = sqs.receive_message(QueueUrl=src, VisibilityTimeout=0)["Messages"]
     assert "Messages" not in sqs.receive_message(QueueUrl=src)
     (dead,) = sqs.receive_message(QueueUrl=dlq, AttributeNames=["All"])["Messages"]
     assert (dead["Body"], dead["MessageId"]) == ("poison", sent["MessageId"])
