@@ -11,5 +11,7 @@ from .views import endpoint
 
 urlpatterns = [
     path("", endpoint, name=URL_NAME),
-    re_path(r"^/(?:(?P<account>[^/]+)/(?P<queue>[^/]+)/?)?$", endpoint),
+    # Not written as "^/...": the mount has no trailing slash, and Django's URL check
+    # warns about a pattern that starts with one.
+    re_path(r"^(?:/(?P<account>[^/]+)/(?P<queue>[^/]+))?/?$", endpoint),
 ]

@@ -11,6 +11,7 @@ import logging
 import uuid
 from typing import Any
 
+from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
@@ -33,7 +34,10 @@ def endpoint(request: HttpRequest, **_url: Any) -> HttpResponse:
     try:
         if request.method not in ("POST", "GET"):
             raise SQSError("InvalidAction", "Use POST (or GET for the query protocol).", 405)
-        body = request.body
+        try:
+            body = request.body
+        except RequestDataTooBig:
+            raise SQSError("RequestTooLarge", "The request body is too large.", 413) from None
         caller = verify(request, body)
         op, params = wire.parse(request, body)
         handler = OPERATIONS.get(op)
