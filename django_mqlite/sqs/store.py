@@ -5,9 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.db import transaction
+
 import django_mqlite as mq
 
 from ..models import SQSQueue
+
+KEEP_MOVE_TASKS = 10
 
 #: SQS attributes kept here, with their defaults.
 STORED_DEFAULTS = {
@@ -67,6 +71,58 @@ def save(name: str, **fields: Any) -> None:
 def move_tasks(name: str) -> list[dict[str, Any]]:
     row = SQSQueue.objects.filter(name=name).first()
     return [] if row is None else list(row.move_tasks)
+
+
+def add_move_task(name: str, task: dict[str, Any]) -> bool:
+    """Record a new RUNNING task on the dead-letter queue ``name``; False when one is
+    already running there."""
+    now = mq.clock.now_ms()
+    with transaction.atomic():
+        SQSQueue.objects.get_or_create(name=name, defaults={"created_at": now, "modified_at": now})
+        row = SQSQueue.objects.select_for_update().get(name=name)
+        if any(t["Status"] in ("RUNNING", "CANCELLING") for t in row.move_tasks):
+            return False
+        row.move_tasks = [{**task, "UpdatedMs": now}, *row.move_tasks][:KEEP_MOVE_TASKS]
+        row.save(update_fields=["move_tasks"])
+        return True
+
+
+def update_move_task(name: str, handle: str, **fields: Any) -> dict[str, Any] | None:
+    """Change a recorded task (read and written under a row lock, so a cancellation
+    and the task's progress never overwrite each other); the task after the change."""
+    with transaction.atomic():
+        row = SQSQueue.objects.select_for_update().filter(name=name).first()
+        if row is None:
+            return None
+        found = None
+        for task in row.move_tasks:
+            if task["TaskHandle"] == handle:
+                task.update(fields, UpdatedMs=mq.clock.now_ms())
+                found = task
+        row.save(update_fields=["move_tasks"])
+        return found
+
+
+def move_task_status(name: str, handle: str) -> str | None:
+    for task in move_tasks(name):
+        if task["TaskHandle"] == handle:
+            return str(task["Status"])
+    return None
+
+
+def cancel_move_task(name: str, handle: str) -> dict[str, Any] | None:
+    """Ask a running task to stop; None when it is not running."""
+    if move_task_status(name, handle) != "RUNNING":
+        return None
+    return update_move_task(name, handle, Status="CANCELLING")
+
+
+def find_move_task(handle: str) -> str | None:
+    """The dead-letter queue a task was started on."""
+    for row in SQSQueue.objects.exclude(move_tasks=[]):
+        if any(t["TaskHandle"] == handle for t in row.move_tasks):
+            return row.name
+    return None
 
 
 def forget(name: str) -> None:

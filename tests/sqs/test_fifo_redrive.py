@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import pytest
@@ -107,7 +108,7 @@ def test_redrive_policy_moves_to_the_dlq_after_max_receives(sqs: Any) -> None:
     # Move it back.
     dlq_arn = "arn:aws:sqs:us-east-1:000000000000:orders-dlq"
     handle = sqs.start_message_move_task(SourceArn=dlq_arn)["TaskHandle"]
-    (task,) = sqs.list_message_move_tasks(SourceArn=dlq_arn)["Results"]
+    task = finished(sqs, dlq_arn)
     assert (task["TaskHandle"], task["Status"]) == (handle, "COMPLETED")
     assert task["ApproximateNumberOfMessagesMoved"] == 1
     assert task["DestinationArn"].endswith(":orders")
@@ -116,6 +117,36 @@ def test_redrive_policy_moves_to_the_dlq_after_max_receives(sqs: Any) -> None:
     assert "Messages" not in sqs.receive_message(QueueUrl=dlq)
     with pytest.raises(sqs.exceptions.ResourceNotFoundException):
         sqs.cancel_message_move_task(TaskHandle=handle)
+
+
+def finished(sqs: Any, arn: str) -> dict[str, Any]:
+    """The latest move task once it has stopped running."""
+    deadline = time.monotonic() + 30
+    while True:
+        (task,) = sqs.list_message_move_tasks(SourceArn=arn)["Results"]
+        if task["Status"] not in ("RUNNING", "CANCELLING") or time.monotonic() > deadline:
+            return dict(task)
+        time.sleep(0.05)
+
+
+def test_a_rate_limited_move_task_can_be_cancelled(sqs: Any) -> None:
+    redrive_pair(sqs, max_receives=1)
+    for i in range(6):
+        mq.send("orders-dlq", f"dead {i}")
+    dlq_arn = "arn:aws:sqs:us-east-1:000000000000:orders-dlq"
+    handle = sqs.start_message_move_task(SourceArn=dlq_arn, MaxNumberOfMessagesPerSecond=2)[
+        "TaskHandle"
+    ]
+    with pytest.raises(sqs.exceptions.ClientError) as err:
+        sqs.start_message_move_task(SourceArn=dlq_arn)
+    assert err.value.response["Error"]["Code"] == "AWS.SimpleQueueService.UnsupportedOperation"
+    sqs.cancel_message_move_task(TaskHandle=handle)
+    task = finished(sqs, dlq_arn)
+    assert task["Status"] == "CANCELLED"
+    moved = task["ApproximateNumberOfMessagesMoved"]
+    assert moved < 6  # stopped early (at 2 a second, 6 take 3 s)
+    assert mq.stats("orders").counts["active"] == moved
+    assert mq.stats("orders-dlq").counts["active"] == 6 - moved
 
 
 def test_clearing_the_policy_and_refusals(sqs: Any) -> None:

@@ -1,18 +1,22 @@
 """Message move tasks: moving a dead-letter queue's messages back to a source queue.
 
-A task runs to completion inside StartMessageMoveTask, in chunks: each chunk is received
-from the dead-letter queue, then sent to the destination and deleted from the
-dead-letter queue in one transaction, so a message is moved exactly once or stays where
-it was. Tasks are recorded on the dead-letter queue (the last ten) for
-ListMessageMoveTasks.
+A task runs in a background thread of the process that started it, in chunks: each
+chunk is received from the dead-letter queue, then sent to the destination and deleted
+from the dead-letter queue in one transaction, so a message is moved exactly once or
+stays where it was. Tasks are recorded on the dead-letter queue (the last ten); a task
+checks its record before every chunk, so CancelMessageMoveTask from any process stops
+it, and a task whose record has not moved for a minute is reported as failed (its
+process stopped).
 """
 
 from __future__ import annotations
 
+import threading
+import time
 import uuid
 from typing import Any
 
-from django.db import transaction
+from django.db import close_old_connections, connections, transaction
 
 import django_mqlite as mq
 
@@ -21,7 +25,7 @@ from ..context import Context, load, text
 from ..errors import SQSError, invalid
 
 CHUNK = 100
-KEEP_TASKS = 10
+STALE_AFTER_MS = 60_000
 
 
 def _resend(m: mq.Received, dest: mq.Queue) -> mq.OutMessage:
@@ -41,23 +45,48 @@ def _resend(m: mq.Received, dest: mq.Queue) -> mq.OutMessage:
     )
 
 
-def _move_all(source: str, dest: mq.Queue) -> int:
+def _move_chunk(source: str, dest: mq.Queue, size: int) -> int:
+    got = mq.receive(source, max_messages=size, lock_duration=300)
+    if not got:
+        return 0
+    with transaction.atomic():
+        mq.send_batch(dest.name, [_resend(m, dest) for m in got])
+        done = mq.complete_batch(source, [(m.seq, m.lock_token or "") for m in got])
+    return sum(done)
+
+
+def run(source: str, dest: mq.Queue, handle: str, per_second: int | None) -> None:
+    """Move until the source is empty or the task is cancelled (the task's thread)."""
+    size = min(CHUNK, per_second or CHUNK)
     moved = 0
-    while True:
-        got = mq.receive(source, max_messages=CHUNK, lock_duration=300)
-        if not got:
-            return moved
-        with transaction.atomic():
-            mq.send_batch(dest.name, [_resend(m, dest) for m in got])
-            done = mq.complete_batch(source, [(m.seq, m.lock_token or "") for m in got])
-        moved += sum(done)
+    status, reason = "COMPLETED", None
+    try:
+        while store.move_task_status(source, handle) == "RUNNING":
+            started = time.monotonic()
+            n = _move_chunk(source, dest, size)
+            moved += n
+            store.update_move_task(source, handle, ApproximateNumberOfMessagesMoved=moved)
+            if n == 0:
+                break
+            if per_second:
+                time.sleep(max(0.0, n / per_second - (time.monotonic() - started)))
+        else:
+            status = "CANCELLED"
+    except Exception as exc:
+        status, reason = "FAILED", f"{type(exc).__name__}: {exc}"
+    finally:
+        fields: dict[str, Any] = {"Status": status, "ApproximateNumberOfMessagesMoved": moved}
+        if reason is not None:
+            fields["FailureReason"] = reason
+        store.update_move_task(source, handle, **fields)
+        connections.close_all()
 
 
 def start_message_move_task(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
     source_arn = text(p, "SourceArn", required=True)
     source = ctx.name_from_arn(source_arn, "SourceArn")
     ctx.allow("manage", source)
-    info = load(source)
+    load(source)
     feeders = sorted(q.name for q in mq.list_queues() if q.forward_dead_letters_to == source)
     if not feeders:
         raise invalid("Source queue must be configured as a Dead Letter Queue.")
@@ -70,25 +99,45 @@ def start_message_move_task(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
         raise invalid("Several queues dead-letter into this one: give a DestinationArn.")
     ctx.allow("send", dest_name)
     dest = load(dest_name).queue
-    if any(t["Status"] == "RUNNING" for t in store.move_tasks(source)):
-        raise SQSError("UnsupportedOperation", "A move task is already running on this queue.")
-    to_move = int(mq.stats(source).counts.get("active", 0))
+    per_second = None
+    if p.get("MaxNumberOfMessagesPerSecond") not in (None, ""):
+        per_second = int(p["MaxNumberOfMessagesPerSecond"])
+        if not 1 <= per_second <= 500:
+            raise invalid("MaxNumberOfMessagesPerSecond must be between 1 and 500.")
     handle = uuid.uuid4().hex
-    started = mq.clock.now_ms()
-    moved = _move_all(info.name, dest)
     task: dict[str, Any] = {
         "TaskHandle": handle,
-        "Status": "COMPLETED",
+        "Status": "RUNNING",
         "SourceArn": source_arn,
         "DestinationArn": ctx.arn(dest.name),
-        "ApproximateNumberOfMessagesMoved": moved,
-        "ApproximateNumberOfMessagesToMove": to_move,
-        "StartedTimestamp": started,
+        "ApproximateNumberOfMessagesMoved": 0,
+        "ApproximateNumberOfMessagesToMove": int(mq.stats(source).counts.get("active", 0)),
+        "StartedTimestamp": mq.clock.now_ms(),
     }
-    if p.get("MaxNumberOfMessagesPerSecond") not in (None, ""):
-        task["MaxNumberOfMessagesPerSecond"] = int(p["MaxNumberOfMessagesPerSecond"])
-    store.save(source, move_tasks=[task, *store.move_tasks(source)][:KEEP_TASKS])
+    if per_second is not None:
+        task["MaxNumberOfMessagesPerSecond"] = per_second
+    if not store.add_move_task(source, task):
+        raise SQSError("UnsupportedOperation", "A move task is already running on this queue.")
+    threading.Thread(
+        target=_thread_main, args=(source, dest, handle, per_second), daemon=True
+    ).start()
     return {"TaskHandle": handle}
+
+
+def _thread_main(source: str, dest: mq.Queue, handle: str, per_second: int | None) -> None:
+    close_old_connections()
+    run(source, dest, handle, per_second)
+
+
+def _reported(task: dict[str, Any], now_ms: int) -> dict[str, Any]:
+    shown = {k: v for k, v in task.items() if k != "UpdatedMs"}
+    if (
+        task["Status"] in ("RUNNING", "CANCELLING")
+        and now_ms - task.get("UpdatedMs", 0) > STALE_AFTER_MS
+    ):
+        shown["Status"] = "FAILED"
+        shown["FailureReason"] = "The process running the task stopped."
+    return shown
 
 
 def list_message_move_tasks(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
@@ -97,20 +146,19 @@ def list_message_move_tasks(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
     ctx.allow("read", source)
     load(source)
     limit = int(p.get("MaxResults") or 1)
-    if not 1 <= limit <= KEEP_TASKS:
-        raise invalid(f"MaxResults must be between 1 and {KEEP_TASKS}.")
-    return {"Results": store.move_tasks(source)[:limit]}
+    if not 1 <= limit <= store.KEEP_MOVE_TASKS:
+        raise invalid(f"MaxResults must be between 1 and {store.KEEP_MOVE_TASKS}.")
+    now_ms = mq.clock.now_ms()
+    return {"Results": [_reported(t, now_ms) for t in store.move_tasks(source)[:limit]]}
 
 
 def cancel_message_move_task(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
     handle = text(p, "TaskHandle", required=True)
-    for q in mq.list_queues():
-        for task in store.move_tasks(q.name):
-            if task["TaskHandle"] == handle:
-                ctx.allow("manage", q.name)
-                # Tasks run to completion within StartMessageMoveTask: none is running.
-                raise SQSError(
-                    "ResourceNotFoundException",
-                    "The task has already finished and cannot be cancelled.",
-                )
-    raise SQSError("ResourceNotFoundException", "The specified task does not exist.")
+    source = store.find_move_task(handle)
+    if source is None:
+        raise SQSError("ResourceNotFoundException", "The specified task does not exist.")
+    ctx.allow("manage", source)
+    task = store.cancel_move_task(source, handle)
+    if task is None:
+        raise SQSError("ResourceNotFoundException", "The task is not running.")
+    return {"ApproximateNumberOfMessagesMoved": task["ApproximateNumberOfMessagesMoved"]}
