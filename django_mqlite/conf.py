@@ -45,6 +45,9 @@ DEFAULTS: dict[str, Any] = {
     "API_MAX_BATCH": 256,
     # Periodic schedules: {name: {"cron": "*/5 * * * *", "task": "path" | "queue": ..., ...}}.
     "PERIODIC": {},
+    # SQS-compatible endpoint: {"CREDENTIALS": {key id: secret | {"secret", "user"}},
+    # "ACCOUNT_ID", "REGION", "MAX_CLOCK_SKEW"}; no credentials, no access.
+    "SQS": {},
 }
 
 

@@ -29,6 +29,9 @@ class Queue(models.Model):
     dlq_max_count = models.BigIntegerField(null=True, blank=True)
     dlq_max_bytes = models.BigIntegerField(null=True, blank=True)
     keep_results_ms = models.BigIntegerField(null=True, blank=True)
+    # A queue's dead letters move into this queue (as active messages) instead of
+    # staying here; NULL keeps them.
+    forward_dead_letters_to = models.CharField(max_length=80, null=True, blank=True)
     created_at = models.BigIntegerField()
 
     class Meta:
@@ -255,6 +258,25 @@ class PeriodicSchedule(models.Model):
 
     class Meta:
         db_table = "mqlite_periodic"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class SQSQueue(models.Model):
+    """What the SQS endpoint keeps about a queue beyond the engine's settings: the SQS
+    attributes the engine has no notion of, tags, and recent message move tasks."""
+
+    name = models.CharField(max_length=80, unique=True)
+    attributes = models.JSONField(default=dict)
+    tags = models.JSONField(default=dict)
+    move_tasks = models.JSONField(default=list)
+    created_at = models.BigIntegerField()
+    modified_at = models.BigIntegerField()
+
+    class Meta:
+        db_table = "mqlite_sqs_queue"
+        verbose_name = "SQS queue"
 
     def __str__(self) -> str:
         return self.name

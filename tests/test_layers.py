@@ -66,3 +66,15 @@ def test_importing_the_package_does_not_import_models() -> None:
         "assert 'rest_framework' not in sys.modules, 'DRF imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=PKG.parent)
+
+
+def test_sqs_is_an_adapter_over_the_public_package() -> None:
+    """The SQS endpoint translates its wire formats to ``django_mqlite``'s public API:
+    no engine internals, no DRF."""
+    paths = list((PKG / "sqs").rglob("*.py"))
+    assert paths
+    for path in paths:
+        for name in imports(path):
+            assert not name.startswith("django_mqlite.engine"), (path, name)
+            assert not name.startswith("django_mqlite.api"), (path, name)
+            assert not name.startswith("rest_framework"), (path, name)

@@ -87,6 +87,7 @@ class QueueRow:
     dlq_max_bytes: int | None
     keep_results_ms: int | None
     created_at: int
+    forward_dead_letters_to: str | None
 
     def public(self) -> Queue:
         return Queue(
@@ -103,6 +104,7 @@ class QueueRow:
             dlq_max_bytes=self.dlq_max_bytes,
             keep_results=_s(self.keep_results_ms),
             created_at=from_ms(self.created_at),
+            forward_dead_letters_to=self.forward_dead_letters_to,
         )
 
 

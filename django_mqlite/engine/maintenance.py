@@ -16,7 +16,7 @@ from ..conf import mqlite_settings
 from . import core
 from .clock import now_ms
 from .dialects import Dialect
-from .redrive import delete_rows
+from .redrive import delete_rows, forward_by_queue
 from .settle import DEAD_LETTER_EXHAUSTED
 
 TTL_EXPIRED = "TTLExpired"
@@ -58,15 +58,16 @@ def reclaim_sql(dialect: Dialect, pick_where: str, index: str) -> str:
         f"WHERE seq IN (SELECT seq FROM mqlite_message {dialect.index_hint(index)} "
         f"WHERE {pick_where} "
         f"LIMIT %s {dialect.lock_suffix()}) "
-        "RETURNING queue_id, state, order_key"
+        "RETURNING queue_id, state, order_key, seq"
     )
 
 
 def apply_reclaimed(cursor: CursorWrapper, dialect: Dialect, rows: list[Any]) -> None:
     per_queue: dict[int, Counter[str]] = {}
-    for queue_id, state, _key in rows:
+    for queue_id, state, _key, _seq in rows:
         per_queue.setdefault(queue_id, Counter())[state] += 1
-    core.release_by_queue(cursor, dialect, [(q, k) for q, s, k in rows if s == "dead_lettered"])
+    buried_rows = [r for r in rows if r[1] == "dead_lettered"]
+    core.release_by_queue(cursor, dialect, [(q, k) for q, _, k, _ in buried_rows])
     for queue_id, c in per_queue.items():
         buried = c["dead_lettered"]
         core.bump_totals(
@@ -78,6 +79,7 @@ def apply_reclaimed(cursor: CursorWrapper, dialect: Dialect, rows: list[Any]) ->
             exhausted=buried,
             dead_lettered=buried,
         )
+    forward_by_queue(cursor, dialect, [(q, seq) for q, _, _, seq in buried_rows])
 
 
 def expire_locks(alias: str) -> int:
@@ -172,11 +174,12 @@ def expire_ttl(alias: str) -> int:
             "UPDATE mqlite_message SET state = 'dead_lettered', lock_token = NULL, "
             "locked_until = NULL, locked_by = NULL, dead_letter_reason = %s, "
             "dead_letter_description = 'time to live ran out', dead_lettered_at = %s "
-            f"WHERE seq IN ({_ttl_pick(dialect)}) RETURNING queue_id, order_key",
+            f"WHERE seq IN ({_ttl_pick(dialect)}) RETURNING queue_id, order_key, seq",
             [TTL_EXPIRED, now, now, True, _chunk()],
         )
         rows = cursor.fetchall()
-        _account(cursor, dialect, rows, dead_lettered=True)
+        _account(cursor, dialect, [(q, k) for q, k, _ in rows], dead_lettered=True)
+        forward_by_queue(cursor, dialect, [(q, seq) for q, _, seq in rows])
         return len(rows)
 
     def drop(cursor: CursorWrapper, dialect: Dialect, now: int) -> int:

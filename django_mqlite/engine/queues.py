@@ -27,6 +27,7 @@ QUEUE_OPTIONS = (
     "dlq_max_count",
     "dlq_max_bytes",
     "keep_results",
+    "forward_dead_letters_to",
 )
 
 
@@ -69,6 +70,7 @@ def _columns(options: Mapping[str, Any]) -> dict[str, Any]:
         "dlq_max_count": None,
         "dlq_max_bytes": None,
         "keep_results": None,
+        "forward_dead_letters_to": None,
         **options,
     }
     try:
@@ -91,7 +93,19 @@ def _columns(options: Mapping[str, Any]) -> dict[str, Any]:
         "dlq_max_count": _signed_int(o["dlq_max_count"], "dlq_max_count"),
         "dlq_max_bytes": _signed_int(o["dlq_max_bytes"], "dlq_max_bytes"),
         "keep_results_ms": core.optional_duration_ms(o["keep_results"], "keep_results"),
+        "forward_dead_letters_to": _forward_target(o["forward_dead_letters_to"]),
     }
+
+
+def _forward_target(value: object) -> str | None:
+    if value is None:
+        return None
+    try:
+        return core.check_queue_name(value)
+    except InvalidArgumentError:
+        raise InvalidArgumentError(
+            f"forward_dead_letters_to must be a queue name or None, not {value!r}"
+        ) from None
 
 
 def create_queue(name: str, *, using: str | None = None, **options: Any) -> Queue:
@@ -105,6 +119,11 @@ def create_queue(name: str, *, using: str | None = None, **options: Any) -> Queu
     alias = core.alias_of(using)
     cursor, _ = core.ctx(alias)
     with transaction.atomic(using=alias):
+        target = cols["forward_dead_letters_to"]
+        if target is not None:
+            if target == name:
+                raise InvalidArgumentError("a queue cannot forward its dead letters to itself")
+            core.load_queue(cursor, target)
         cursor.execute(f"SELECT {core.QUEUE_COLUMNS} FROM mqlite_queue WHERE name = %s", [name])
         row = cursor.fetchone()
         if row is None:

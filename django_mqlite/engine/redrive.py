@@ -7,7 +7,7 @@ the writer for long; a crash midway leaves every message either moved or untouch
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from django.db import transaction
@@ -115,6 +115,44 @@ def _move(
     return len(rows)
 
 
+def forward(cursor: CursorWrapper, dialect: Dialect, source: QueueRow, seqs: Sequence[int]) -> int:
+    """Move rows of ``source`` that were just dead-lettered into the queue named by its
+    ``forward_dead_letters_to``, as active messages (delivery count reset), in the
+    transaction that dead-lettered them. A target that no longer exists leaves them
+    dead-lettered here. Counted as dead-lettered and redriven on the source and enqueued
+    on the target."""
+    if source.forward_dead_letters_to is None or not seqs:
+        return 0
+    cursor.execute(
+        f"SELECT {core.QUEUE_COLUMNS} FROM mqlite_queue WHERE name = %s",
+        [source.forward_dead_letters_to],
+    )
+    row = cursor.fetchone()
+    if row is None:
+        return 0
+    return _move(cursor, dialect, source, core.QueueRow(*row), sorted(seqs))
+
+
+def forward_by_queue(
+    cursor: CursorWrapper, dialect: Dialect, pairs: Iterable[tuple[int, int]]
+) -> None:
+    """``forward`` for dead-lettered (queue_id, seq) pairs of any queues."""
+    by_queue: dict[int, list[int]] = {}
+    for queue_id, seq in pairs:
+        by_queue.setdefault(queue_id, []).append(seq)
+    if not by_queue:
+        return
+    ids = sorted(by_queue)
+    cursor.execute(
+        f"SELECT {core.QUEUE_COLUMNS} FROM mqlite_queue WHERE forward_dead_letters_to "
+        f"IS NOT NULL AND id IN ({core.placeholders(len(ids))})",
+        ids,
+    )
+    for row in cursor.fetchall():
+        source = core.QueueRow(*row)
+        forward(cursor, dialect, source, by_queue[source.id])
+
+
 PURGEABLE = tuple(s.value for s in State if s is not State.LOCKED)
 
 
@@ -197,4 +235,5 @@ def bury(
             return False
         core.release_lines(cursor, dialect, q.id, [row[0]])
         core.bump_totals(cursor, dialect, q.id, rejected=1, dead_lettered=1)
+        forward(cursor, dialect, q, [seq])
         return True

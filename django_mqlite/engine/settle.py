@@ -22,6 +22,7 @@ from . import core
 from .clock import from_ms, now_ms
 from .core import QueueRow
 from .dialects import Dialect
+from .redrive import forward
 from .types import Completion
 
 FENCE = "seq = %s AND queue_id = %s AND lock_token = %s AND state = 'locked' AND locked_until > %s"
@@ -308,6 +309,7 @@ def abandon(
         if row[0] == "dead_lettered":
             core.release_lines(cursor, dialect, q.id, [row[1]])
             core.bump_totals(cursor, dialect, q.id, abandoned=1, exhausted=1, dead_lettered=1)
+            forward(cursor, dialect, q, [seq])
         else:
             core.bump_totals(cursor, dialect, q.id, abandoned=1, retried=1)
         return True
@@ -358,6 +360,7 @@ def reject(
             return None
         core.release_lines(cursor, dialect, q.id, [row[0]])
         core.bump_totals(cursor, dialect, q.id, rejected=1, dead_lettered=1)
+        forward(cursor, dialect, q, [seq])
         return True
 
     args = core.dumps([reason, description])

@@ -52,6 +52,7 @@ class Queue:
     dlq_max_bytes: int | None
     keep_results: float | None
     created_at: dt.datetime
+    forward_dead_letters_to: str | None = None
 
 
 @dataclass

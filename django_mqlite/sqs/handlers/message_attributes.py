@@ -1,0 +1,159 @@
+"""Message attributes: checked on the way in, kept in the message's ``properties``, and
+turned back into SQS attributes on the way out (native properties included).
+
+A ``String`` attribute is kept as a plain string property, so native consumers read
+``msg.properties["name"]``; every other type keeps its SQS shape (binary values in
+base64). The AWS trace header, a system attribute, is kept under ``AWS.TraceHeader``: SQS
+reserves the ``AWS.`` prefix, so no message attribute can collide with it.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from ..errors import SQSError, invalid
+
+MAX_ATTRIBUTES = 10
+TRACE_KEY = "AWS.TraceHeader"
+_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,256}$")
+_TYPE_RE = re.compile(r"^(String|Number|Binary)(\..{1,240})?$")
+_VALUE_KEYS = ("StringValue", "BinaryValue", "StringListValues", "BinaryListValues")
+
+
+def _check_name(name: str) -> None:
+    lowered = name.lower()
+    if (
+        not _NAME_RE.match(name)
+        or ".." in name
+        or name.startswith(".")
+        or name.endswith(".")
+        or lowered.startswith(("aws.", "amazon."))
+    ):
+        raise invalid(f"Message attribute name {name!r} is invalid.")
+
+
+def check(attributes: Any) -> dict[str, dict[str, Any]]:
+    """Validated attributes in the wire shape (only the keys that carry meaning)."""
+    if not attributes:
+        return {}
+    if not isinstance(attributes, dict):
+        raise invalid("MessageAttributes must be a map.")
+    if len(attributes) > MAX_ATTRIBUTES:
+        raise invalid(
+            f"Number of message attributes [{len(attributes)}] exceeds the allowed "
+            f"maximum [{MAX_ATTRIBUTES}]."
+        )
+    out: dict[str, dict[str, Any]] = {}
+    for name, value in attributes.items():
+        _check_name(name)
+        out[name] = _check_value(name, value)
+    return out
+
+
+def _check_value(name: str, value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise invalid(f"The message attribute '{name}' must be a map.")
+    dtype = value.get("DataType")
+    if not isinstance(dtype, str) or not _TYPE_RE.match(dtype):
+        raise invalid(f"The message attribute '{name}' has an invalid message attribute type.")
+    base = dtype.split(".", 1)[0]
+    if base == "Binary":
+        raw = value.get("BinaryValue")
+        if not isinstance(raw, str) or not raw:
+            raise invalid(f"The message attribute '{name}' must contain a non-empty value.")
+        try:
+            base64.b64decode(raw, validate=True)
+        except (binascii.Error, ValueError):
+            raise invalid(f"The message attribute '{name}' has an invalid binary value.") from None
+        return {"DataType": dtype, "BinaryValue": raw}
+    raw = value.get("StringValue")
+    if not isinstance(raw, str) or not raw:
+        raise invalid(f"The message attribute '{name}' must contain a non-empty value.")
+    if base == "Number":
+        try:
+            Decimal(raw)
+        except InvalidOperation:
+            raise invalid(
+                f"Can't cast the value of message attribute '{name}' to a number."
+            ) from None
+    return {"DataType": dtype, "StringValue": raw}
+
+
+def size(attributes: dict[str, dict[str, Any]]) -> int:
+    """Bytes the attributes count towards the message size (name, type and value)."""
+    total = 0
+    for name, value in attributes.items():
+        total += len(name.encode()) + len(value["DataType"].encode())
+        if "BinaryValue" in value:
+            total += len(base64.b64decode(value["BinaryValue"]))
+        else:
+            total += len(value["StringValue"].encode())
+    return total
+
+
+def to_properties(
+    attributes: dict[str, dict[str, Any]], trace_header: str | None
+) -> dict[str, Any] | None:
+    props: dict[str, Any] = {}
+    for name, value in attributes.items():
+        plain = value["DataType"] == "String" and "StringValue" in value
+        props[name] = value["StringValue"] if plain else value
+    if trace_header is not None:
+        props[TRACE_KEY] = trace_header
+    return props or None
+
+
+def from_properties(props: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Every message attribute a message's properties stand for."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, value in props.items():
+        if name.startswith("AWS."):
+            continue
+        if isinstance(value, str):
+            out[name] = {"DataType": "String", "StringValue": value}
+        elif isinstance(value, bool):
+            out[name] = {"DataType": "String", "StringValue": "true" if value else "false"}
+        elif isinstance(value, int | float):
+            out[name] = {"DataType": "Number", "StringValue": str(value)}
+        elif (
+            isinstance(value, dict)
+            and isinstance(value.get("DataType"), str)
+            and any(k in value for k in _VALUE_KEYS)
+        ):
+            out[name] = {k: v for k, v in value.items() if k == "DataType" or k in _VALUE_KEYS}
+        else:
+            out[name] = {"DataType": "String", "StringValue": json.dumps(value)}
+    return out
+
+
+def select(attributes: dict[str, dict[str, Any]], names: list[str]) -> dict[str, dict[str, Any]]:
+    """The attributes ``MessageAttributeNames`` asks for: ``All`` or ``.*`` for every
+    one, ``prefix.*`` for those under a prefix, otherwise exact names."""
+    if not names:
+        return {}
+    if "All" in names or ".*" in names:
+        return attributes
+    exact = {n for n in names if not n.endswith(".*")}
+    prefixes = tuple(n[:-1] for n in names if n.endswith(".*"))
+    return {
+        k: v for k, v in attributes.items() if k in exact or (prefixes and k.startswith(prefixes))
+    }
+
+
+def trace_header(system: Any) -> str | None:
+    """The ``AWSTraceHeader`` of ``MessageSystemAttributes`` (the only one SQS accepts)."""
+    if not system:
+        return None
+    if not isinstance(system, dict) or set(system) != {"AWSTraceHeader"}:
+        raise SQSError(
+            "InvalidParameterValue", "AWSTraceHeader is the only message system attribute."
+        )
+    value = _check_value("AWSTraceHeader", system["AWSTraceHeader"])
+    if value["DataType"] != "String":
+        raise invalid("AWSTraceHeader must be a String.")
+    return str(value["StringValue"])

@@ -1,0 +1,207 @@
+"""Sending and receiving: SendMessage(Batch) and ReceiveMessage."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import django_mqlite as mq
+
+from .. import md5, receipts
+from ..context import Context, integer, strings, text
+from ..errors import SQSError, invalid, missing
+from ..store import QueueInfo
+from . import batches
+from . import message_attributes as ma
+
+# Characters SQS accepts in a body: #x9 | #xA | #xD | #x20-#xD7FF | #xE000-#xFFFD | #x10000+.
+_BAD_CHARS = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+_ID_RE = re.compile(r"^[\x21-\x7e]{1,128}$")
+MAX_BATCH_BYTES = 1024 * 1024
+# The lease taken for a receive with VisibilityTimeout=0, handed back at once.
+_ZERO_VISIBILITY_LEASE_S = 30
+
+
+@dataclass
+class Prepared:
+    out: mq.OutMessage
+    size: int
+    reply: dict[str, Any]
+
+
+def prepare(info: QueueInfo, p: dict[str, Any]) -> Prepared:
+    """A checked message to send, and the fields of its reply that do not need its seq."""
+    body = text(p, "MessageBody", required=True)
+    if _BAD_CHARS.search(body):
+        raise SQSError("InvalidMessageContents", "Invalid characters found in the message body.")
+    attrs = ma.check(p.get("MessageAttributes"))
+    trace = ma.trace_header(p.get("MessageSystemAttributes"))
+    size = len(body.encode("utf-8")) + ma.size(attrs)
+    cap = info.number("MaximumMessageSize")
+    if size > cap:
+        raise invalid(
+            f"One or more parameters are invalid. Reason: Message must be shorter than {cap} bytes."
+        )
+    group = _identifier(p, "MessageGroupId")
+    dedup = _identifier(p, "MessageDeduplicationId")
+    delay = info.number("DelaySeconds")
+    if p.get("DelaySeconds") not in (None, ""):
+        if info.fifo:
+            raise invalid(
+                "The request include parameter that is not valid for this queue type: DelaySeconds"
+            )
+        delay = integer(p, "DelaySeconds", 0, 900)
+    if info.fifo:
+        if group is None:
+            raise missing("MessageGroupId")
+        if dedup is None and not info.queue.content_dedup:
+            raise invalid(
+                "The queue should either have ContentBasedDeduplication enabled or "
+                "MessageDeduplicationId provided explicitly"
+            )
+    elif dedup is not None:
+        raise invalid("MessageDeduplicationId is only valid for FIFO queues.")
+    out = mq.OutMessage(
+        body,
+        group_id=group,
+        message_id=dedup,
+        properties=ma.to_properties(attrs, trace),
+        delay=delay or None,
+    )
+    reply: dict[str, Any] = {"MD5OfMessageBody": md5.of_body(body)}
+    if attrs:
+        reply["MD5OfMessageAttributes"] = md5.of_attributes(attrs)
+    if trace is not None:
+        system = {"AWSTraceHeader": {"DataType": "String", "StringValue": trace}}
+        reply["MD5OfMessageSystemAttributes"] = md5.of_attributes(system)
+    return Prepared(out, size, reply)
+
+
+def _identifier(p: dict[str, Any], name: str) -> str | None:
+    value = text(p, name)
+    if not value:
+        return None
+    if not _ID_RE.match(value):
+        raise invalid(f"Value {value} for parameter {name} is invalid.")
+    return value
+
+
+def _sent(info: QueueInfo, prepared: Prepared, seq: int) -> dict[str, Any]:
+    reply = {"MessageId": receipts.message_id(seq), **prepared.reply}
+    if info.fifo and seq > 0:
+        reply["SequenceNumber"] = str(seq)
+    return reply
+
+
+def send_message(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
+    info = ctx.queue(p, "send")
+    prepared = prepare(info, p)
+    # A batch of one: a FIFO resend with another body is then dropped, as SQS does,
+    # instead of failing as a single native send would.
+    (seq,) = mq.send_batch(info.name, [prepared.out])
+    return _sent(info, prepared, seq)
+
+
+def send_message_batch(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
+    info = ctx.queue(p, "send")
+    entries = batches.entries(p)
+    ok: list[tuple[str, Prepared]] = []
+    failed: list[dict[str, Any]] = []
+    for entry in entries:
+        try:
+            ok.append((entry["Id"], prepare(info, entry)))
+        except SQSError as exc:
+            failed.append(batches.failure(entry["Id"], exc))
+    total = sum(prep.size for _, prep in ok)
+    if total > MAX_BATCH_BYTES:
+        raise SQSError(
+            "BatchRequestTooLong", f"Batch requests cannot be longer than {MAX_BATCH_BYTES} bytes."
+        )
+    seqs = mq.send_batch(info.name, [prep.out for _, prep in ok]) if ok else []
+    successful = [
+        {"Id": entry_id, **_sent(info, prep, seq)}
+        for (entry_id, prep), seq in zip(ok, seqs, strict=True)
+    ]
+    return {"Successful": successful, "Failed": failed}
+
+
+def receive_message(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
+    info = ctx.queue(p, "receive")
+    count = integer(p, "MaxNumberOfMessages", 1, 10, 1)
+    wait = integer(p, "WaitTimeSeconds", 0, 20, info.number("ReceiveMessageWaitTimeSeconds"))
+    visibility: int | None = None
+    if p.get("VisibilityTimeout") not in (None, ""):
+        visibility = integer(p, "VisibilityTimeout", 0, 43200)
+    attempt = text(p, "ReceiveRequestAttemptId")
+    if len(attempt) > 128:
+        raise invalid("ReceiveRequestAttemptId is at most 128 characters.")
+    zero = visibility == 0 or (visibility is None and info.queue.lock_duration < 1)
+    lease = _ZERO_VISIBILITY_LEASE_S if zero else visibility
+    got = mq.receive(
+        info.name, max_messages=count, wait=wait, lock_duration=lease, attempt_id=attempt or None
+    )
+    if zero:
+        # Visible again at once: the receive still counts towards maxReceiveCount.
+        for m in got:
+            assert m.lock_token is not None
+            try:
+                mq.abandon(info.name, m.seq, m.lock_token)
+            except mq.LockLostError:
+                pass
+    system = [*strings(p, "AttributeNames"), *strings(p, "MessageSystemAttributeNames")]
+    wanted = strings(p, "MessageAttributeNames")
+    now_ms = mq.clock.now_ms()
+    out = [_received(ctx, info, m, system, wanted, now_ms) for m in got]
+    return {"Messages": out} if out else {}
+
+
+def _received(
+    ctx: Context,
+    info: QueueInfo,
+    m: mq.Received,
+    system: list[str],
+    wanted: list[str],
+    now_ms: int,
+) -> dict[str, Any]:
+    body = m.body.decode("utf-8", errors="replace")
+    assert m.lock_token is not None
+    msg: dict[str, Any] = {
+        "MessageId": receipts.message_id(m.seq),
+        "ReceiptHandle": receipts.encode(m.seq, m.lock_token),
+        "MD5OfBody": md5.of_body(body),
+        "Body": body,
+    }
+    attrs = _system_attributes(ctx, info, m, now_ms)
+    if "All" not in system:
+        attrs = {k: v for k, v in attrs.items() if k in system}
+    if attrs:
+        msg["Attributes"] = attrs
+    chosen = ma.select(ma.from_properties(m.properties), wanted)
+    if chosen:
+        msg["MessageAttributes"] = chosen
+        msg["MD5OfMessageAttributes"] = md5.of_attributes(chosen)
+    return msg
+
+
+def _system_attributes(
+    ctx: Context, info: QueueInfo, m: mq.Received, now_ms: int
+) -> dict[str, str]:
+    sent = str(int(m.enqueued_at.timestamp() * 1000))
+    attrs = {
+        "SenderId": ctx.caller.access_key,
+        "SentTimestamp": sent,
+        "ApproximateReceiveCount": str(m.delivery_count),
+        # Exact on a first receive; the send time on later ones (not recorded here).
+        "ApproximateFirstReceiveTimestamp": str(now_ms) if m.delivery_count <= 1 else sent,
+    }
+    if m.group_id is not None:
+        attrs["MessageGroupId"] = m.group_id
+    if info.fifo:
+        attrs["SequenceNumber"] = str(m.seq)
+        if m.message_id is not None:
+            attrs["MessageDeduplicationId"] = m.message_id
+    trace = m.properties.get(ma.TRACE_KEY)
+    if isinstance(trace, str):
+        attrs["AWSTraceHeader"] = trace
+    return attrs

@@ -1,0 +1,164 @@
+"""Message move tasks: moving a dead-letter queue's messages back to a source queue.
+
+A task runs in a background thread of the process that started it, in chunks: each
+chunk is received from the dead-letter queue, then sent to the destination and deleted
+from the dead-letter queue in one transaction, so a message is moved exactly once or
+stays where it was. Tasks are recorded on the dead-letter queue (the last ten); a task
+checks its record before every chunk, so CancelMessageMoveTask from any process stops
+it, and a task whose record has not moved for a minute is reported as failed (its
+process stopped).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from typing import Any
+
+from django.db import close_old_connections, connections, transaction
+
+import django_mqlite as mq
+
+from .. import store
+from ..context import Context, load, text
+from ..errors import SQSError, invalid
+
+CHUNK = 100
+STALE_AFTER_MS = 60_000
+
+
+def _resend(m: mq.Received, dest: mq.Queue) -> mq.OutMessage:
+    # A fresh dedup id: the original one may still be inside the destination's window
+    # (it came from there), and a move must never be dropped as a duplicate.
+    dedup = m.message_id is not None or dest.content_dedup
+    return mq.OutMessage(
+        m.body,
+        content_type=m.content_type,
+        properties=m.properties or None,
+        group_id=m.group_id,
+        message_id=f"moved-{m.seq}-{uuid.uuid4().hex}" if dedup else None,
+        subject=m.subject,
+        correlation_id=m.correlation_id,
+        reply_to=m.reply_to,
+        priority=m.priority,
+    )
+
+
+def _move_chunk(source: str, dest: mq.Queue, size: int) -> int:
+    got = mq.receive(source, max_messages=size, lock_duration=300)
+    if not got:
+        return 0
+    with transaction.atomic():
+        mq.send_batch(dest.name, [_resend(m, dest) for m in got])
+        done = mq.complete_batch(source, [(m.seq, m.lock_token or "") for m in got])
+    return sum(done)
+
+
+def run(source: str, dest: mq.Queue, handle: str, per_second: int | None) -> None:
+    """Move until the source is empty or the task is cancelled (the task's thread)."""
+    size = min(CHUNK, per_second or CHUNK)
+    moved = 0
+    status, reason = "COMPLETED", None
+    try:
+        while store.move_task_status(source, handle) == "RUNNING":
+            started = time.monotonic()
+            n = _move_chunk(source, dest, size)
+            moved += n
+            store.update_move_task(source, handle, ApproximateNumberOfMessagesMoved=moved)
+            if n == 0:
+                break
+            if per_second:
+                time.sleep(max(0.0, n / per_second - (time.monotonic() - started)))
+        else:
+            status = "CANCELLED"
+    except Exception as exc:
+        status, reason = "FAILED", f"{type(exc).__name__}: {exc}"
+    finally:
+        fields: dict[str, Any] = {"Status": status, "ApproximateNumberOfMessagesMoved": moved}
+        if reason is not None:
+            fields["FailureReason"] = reason
+        store.update_move_task(source, handle, **fields)
+        connections.close_all()
+
+
+def start_message_move_task(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
+    source_arn = text(p, "SourceArn", required=True)
+    source = ctx.name_from_arn(source_arn, "SourceArn")
+    ctx.allow("manage", source)
+    load(source)
+    feeders = sorted(q.name for q in mq.list_queues() if q.forward_dead_letters_to == source)
+    if not feeders:
+        raise invalid("Source queue must be configured as a Dead Letter Queue.")
+    dest_arn = text(p, "DestinationArn")
+    if dest_arn:
+        dest_name = ctx.name_from_arn(dest_arn, "DestinationArn")
+    elif len(feeders) == 1:
+        dest_name = feeders[0]
+    else:
+        raise invalid("Several queues dead-letter into this one: give a DestinationArn.")
+    ctx.allow("send", dest_name)
+    dest = load(dest_name).queue
+    per_second = None
+    if p.get("MaxNumberOfMessagesPerSecond") not in (None, ""):
+        per_second = int(p["MaxNumberOfMessagesPerSecond"])
+        if not 1 <= per_second <= 500:
+            raise invalid("MaxNumberOfMessagesPerSecond must be between 1 and 500.")
+    handle = uuid.uuid4().hex
+    task: dict[str, Any] = {
+        "TaskHandle": handle,
+        "Status": "RUNNING",
+        "SourceArn": source_arn,
+        "DestinationArn": ctx.arn(dest.name),
+        "ApproximateNumberOfMessagesMoved": 0,
+        "ApproximateNumberOfMessagesToMove": int(mq.stats(source).counts.get("active", 0)),
+        "StartedTimestamp": mq.clock.now_ms(),
+    }
+    if per_second is not None:
+        task["MaxNumberOfMessagesPerSecond"] = per_second
+    if not store.add_move_task(source, task):
+        raise SQSError("UnsupportedOperation", "A move task is already running on this queue.")
+    threading.Thread(
+        target=_thread_main, args=(source, dest, handle, per_second), daemon=True
+    ).start()
+    return {"TaskHandle": handle}
+
+
+def _thread_main(source: str, dest: mq.Queue, handle: str, per_second: int | None) -> None:
+    close_old_connections()
+    run(source, dest, handle, per_second)
+
+
+def _reported(task: dict[str, Any], now_ms: int) -> dict[str, Any]:
+    shown = {k: v for k, v in task.items() if k != "UpdatedMs"}
+    if (
+        task["Status"] in ("RUNNING", "CANCELLING")
+        and now_ms - task.get("UpdatedMs", 0) > STALE_AFTER_MS
+    ):
+        shown["Status"] = "FAILED"
+        shown["FailureReason"] = "The process running the task stopped."
+    return shown
+
+
+def list_message_move_tasks(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
+    source_arn = text(p, "SourceArn", required=True)
+    source = ctx.name_from_arn(source_arn, "SourceArn")
+    ctx.allow("read", source)
+    load(source)
+    limit = int(p.get("MaxResults") or 1)
+    if not 1 <= limit <= store.KEEP_MOVE_TASKS:
+        raise invalid(f"MaxResults must be between 1 and {store.KEEP_MOVE_TASKS}.")
+    now_ms = mq.clock.now_ms()
+    return {"Results": [_reported(t, now_ms) for t in store.move_tasks(source)[:limit]]}
+
+
+def cancel_message_move_task(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
+    handle = text(p, "TaskHandle", required=True)
+    source = store.find_move_task(handle)
+    if source is None:
+        raise SQSError("ResourceNotFoundException", "The specified task does not exist.")
+    ctx.allow("manage", source)
+    task = store.cancel_move_task(source, handle)
+    if task is None:
+        raise SQSError("ResourceNotFoundException", "The task is not running.")
+    return {"ApproximateNumberOfMessagesMoved": task["ApproximateNumberOfMessagesMoved"]}

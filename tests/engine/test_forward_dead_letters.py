@@ -1,0 +1,96 @@
+"""``forward_dead_letters_to``: a queue's dead letters move into another queue as active
+messages, in the transaction that dead-lettered them, whichever path buried them."""
+
+from __future__ import annotations
+
+import pytest
+
+import django_mqlite as mq
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def pair() -> tuple[str, str]:
+    mq.create_queue("dlq")
+    mq.create_queue("src", max_delivery_count=2, forward_dead_letters_to="dlq")
+    return "src", "dlq"
+
+
+def test_exhausted_by_abandon_arrives_active_in_the_target(pair: tuple[str, str]) -> None:
+    src, dlq = pair
+    seq = mq.send(src, "x", properties={"k": "v"})
+    mq.receive(src)[0].abandon()
+    assert mq.stats(dlq).counts["active"] == 0
+    mq.receive(src)[0].abandon()
+    assert mq.peek(src) == []
+    (m,) = mq.receive(dlq)
+    assert (m.seq, m.text(), m.properties, m.delivery_count) == (seq, "x", {"k": "v"}, 1)
+    assert mq.stats(src).totals["dead_lettered"] == 1
+    assert mq.stats(dlq).totals["enqueued"] == 1
+
+
+def test_rejected_is_forwarded(pair: tuple[str, str]) -> None:
+    src, dlq = pair
+    mq.send(src, "x")
+    mq.receive(src)[0].reject("Bad")
+    assert [p.state for p in mq.peek(dlq)] == ["active"]
+    assert mq.stats(src).counts["dead_lettered"] == 0
+
+
+def test_lock_expiry_on_the_last_delivery_is_forwarded(
+    pair: tuple[str, str], clock: mq.clock.FrozenClock
+) -> None:
+    src, dlq = pair
+    mq.send(src, "x")
+    mq.receive(src, lock_duration=1)
+    clock.advance(2)
+    mq.reap()
+    mq.receive(src, lock_duration=1)
+    clock.advance(2)
+    assert mq.reap()["expired_locks"] == 1
+    assert [p.state for p in mq.peek(dlq)] == ["active"]
+    assert mq.peek(src) == []
+
+
+def test_ttl_dead_letters_are_forwarded(pair: tuple[str, str], clock: mq.clock.FrozenClock) -> None:
+    src, dlq = pair
+    mq.send(src, "x", ttl=5)
+    clock.advance(6)
+    mq.reap()
+    assert [p.state for p in mq.peek(dlq)] == ["active"]
+
+
+def test_without_the_option_dead_letters_stay(q: str) -> None:
+    mq.send(q, "x")
+    mq.receive(q)[0].reject("Bad")
+    assert [p.state for p in mq.peek(q)] == ["dead_lettered"]
+
+
+def test_a_missing_target_leaves_them_dead_lettered(pair: tuple[str, str]) -> None:
+    src, dlq = pair
+    mq.delete_queue(dlq, force=True)
+    mq.send(src, "x")
+    mq.receive(src)[0].reject("Bad")
+    assert [p.state for p in mq.peek(src)] == ["dead_lettered"]
+
+
+def test_ordered_target_keeps_group_lines(make_queue: object) -> None:
+    mq.create_queue("dlq.fifo", ordering="group_fifo")
+    mq.create_queue("src.fifo", ordering="group_fifo", forward_dead_letters_to="dlq.fifo")
+    mq.send("src.fifo", "a", group_id="g")
+    mq.send("src.fifo", "b", group_id="g")
+    mq.receive("src.fifo")[0].reject("Bad")
+    mq.receive("src.fifo")[0].reject("Bad")
+    got = mq.receive("dlq.fifo", max_messages=10)
+    assert [m.text() for m in got] == ["a"]  # the group's line holds in the target too
+
+
+def test_option_is_checked(q: str) -> None:
+    with pytest.raises(mq.QueueNotFoundError):
+        mq.create_queue("other", forward_dead_letters_to="nope")
+    with pytest.raises(mq.InvalidArgumentError):
+        mq.create_queue(q, forward_dead_letters_to=q)
+    with pytest.raises(mq.InvalidArgumentError):
+        mq.create_queue("other", forward_dead_letters_to="bad name")
+    assert mq.create_queue("other", forward_dead_letters_to=q).forward_dead_letters_to == q
