@@ -24,6 +24,7 @@ from django.db import connections
 
 from ..engine import settle
 from ..exceptions import LockLostError, Reject
+from .aio import call_handler
 from .delivery import Delivery
 
 logger = logging.getLogger("django_mqlite.worker")
@@ -156,7 +157,7 @@ class Pool:
         failure: BaseException | None = None
         tb = ""
         try:
-            d.consumer.func(msg)
+            call_handler(d)  # a coroutine handler runs on the event loop (``aio``)
         except Exception as exc:
             failure, tb = exc, traceback.format_exc()
         with self.lock:
