@@ -39,6 +39,9 @@ class Received(_MessageFields):
     #: and an attempt record (the Tasks runner): the worker completes it in its next
     #: batch with these and then calls ``completion.on_completed()``.
     completion: Completion | None = field(default=None, repr=False, compare=False)
+    #: The exception of a failed attempt that the handler caught and settled itself (the
+    #: Tasks runner records it), for callers that report failures (``testing.drain``).
+    failure: BaseException | None = field(default=None, repr=False, compare=False)
 
     def _token(self) -> str:
         if self.lock_token is None:

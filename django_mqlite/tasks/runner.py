@@ -258,6 +258,7 @@ def run_task(msg: Received) -> None:
         json.dumps(value, allow_nan=False)
     except Exception as exc:
         tb = traceback.format_exc()
+        msg.failure = exc
         job.record_error(_class_path(exc), tb)
         final = job.fail(
             f"{type(exc).__name__}: {exc}", tb, exc if isinstance(exc, Reject) else None
