@@ -119,3 +119,15 @@ def test_sigterm_lets_a_running_coroutine_finish(workers: Any) -> None:
     assert code == 0, err
     assert workers.events("done", seq=seq)
     assert mq.peek("awork") == [] and mq.stats("awork").totals["completed"] == 1
+
+
+def test_a_long_coroutine_keeps_its_lease_renewed(workers: Any) -> None:
+    mq.delete_queue("awork", force=True)
+    mq.create_queue("awork", lock_duration=1)
+    seq = mq.send("awork", {"sleep": 2.5})
+    code, _out, err = workers.finish(workers.start(*QUEUES, "--burst"))
+    assert code == 0, err
+    assert [e["delivery"] for e in workers.events("start", seq=seq)] == [1]
+    assert workers.events("done", seq=seq)
+    totals = mq.stats("awork").totals
+    assert totals["completed"] == 1 and totals["reclaimed"] == 0
