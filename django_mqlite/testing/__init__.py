@@ -134,6 +134,8 @@ def drain(
 def _handle(d: Delivery, alias: str, result: dict[str, Any]) -> None:
     msg = d.msg
     failure, tb = handling.run_handler(d, call=_call_inline)
+    if isinstance(failure, KeyboardInterrupt):
+        raise failure  # in the calling thread this is a real Ctrl-C: stop the drain
     if failure is not None or msg.failure is not None:
         result["errors"].append(failure or msg.failure)
     if msg.settled is None:

@@ -27,11 +27,13 @@ logger = logging.getLogger("django_mqlite.worker")
 
 def run_handler(
     d: Delivery, call: Callable[[Delivery], Any] = call_handler
-) -> tuple[Exception | None, str]:
+) -> tuple[BaseException | None, str]:
     """Run ``d``'s handler; returns (the exception it raised or None, its traceback)."""
     try:
         call(d)
-    except Exception as exc:
+    except BaseException as exc:
+        # A handler that calls sys.exit() or raises KeyboardInterrupt has failed its
+        # attempt; neither may take the thread (and the message's lease) with it.
         return exc, traceback.format_exc()
     return None, ""
 
