@@ -44,6 +44,22 @@ def test_drain_runs_async_consumers_in_the_test_transaction(register: Any) -> No
     assert [p.json() for p in mq.peek("out")] == [{"n": 1}]
 
 
+def test_a_failing_async_consumer_is_retried_and_reported(
+    register: Any, clock: mq.clock.FrozenClock
+) -> None:
+    mq.create_queue("in", max_delivery_count=2)
+
+    async def fail(msg: mq.Received) -> None:
+        raise KeyError(msg.delivery_count)
+
+    register("in", fail)
+    mq.send("in", b"x")
+    first = drain("in")
+    assert (first["retried"], [type(e) for e in first["errors"]]) == (1, [KeyError])
+    clock.advance(300)
+    assert drain("in")["dead_lettered"] == 1
+
+
 def test_max_messages_stops_early(register: Any) -> None:
     mq.create_queue("orders")
     register("orders", lambda msg: None)
