@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from .consumers import consumer
 from .engine import clock
+from .engine.aio import apeek, areceive, asend, asend_batch, astats
 from .engine.claim import receive, receive_deferred
 from .engine.inspect import peek, stats
 from .engine.maintenance import reap
@@ -59,6 +60,11 @@ __all__ = [
     "Reject",
     "State",
     "abandon",
+    "apeek",
+    "areceive",
+    "asend",
+    "asend_batch",
+    "astats",
     "cancel_scheduled",
     "clock",
     "complete",

@@ -8,6 +8,9 @@ Decorate a function in a ``consumers`` (or ``tasks``) module of an installed app
     def handle(msg: mq.Received) -> None:
         ...
 
+A handler may be an ``async def`` coroutine function: the worker runs it on its event
+loop (``worker.aio``) with the same rules.
+
 The worker imports every installed app's ``consumers`` and ``tasks`` modules
 (``autodiscover()``, like the admin's), then runs the handler of each queue it serves:
 

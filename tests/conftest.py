@@ -62,3 +62,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def long_run(request: pytest.FixtureRequest) -> bool:
     """True under ``--long``: reliability tests pick their big sizes and durations."""
     return bool(request.config.getoption("--long"))
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _stop_shared_listeners() -> Iterator[None]:
+    """``areceive(wait=...)`` opens a LISTEN connection on PostgreSQL: close it before
+    the test database is dropped."""
+    yield
+    from django_mqlite.engine import listen
+
+    listen.stop_shared_listeners()

@@ -10,6 +10,8 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
+from asgiref.sync import sync_to_async
+
 from ..exceptions import LockLostError
 from . import settle
 from .types import Completion, _MessageFields
@@ -17,7 +19,12 @@ from .types import Completion, _MessageFields
 
 @dataclass
 class Received(_MessageFields):
-    """A claimed message. Settle it with one of its methods (or the module functions)."""
+    """A claimed message. Settle it with one of its methods (or the module functions).
+
+    Each method has an async twin (``acomplete``, ``aabandon``, ``areject``, ``adefer``,
+    ``arenew``) that runs it through ``sync_to_async`` (thread-sensitive, as Django's
+    ORM needs): same arguments, result and errors.
+    """
 
     lock_token: str | None = None
     locked_until: dt.datetime | None = None
@@ -32,6 +39,9 @@ class Received(_MessageFields):
     #: and an attempt record (the Tasks runner): the worker completes it in its next
     #: batch with these and then calls ``completion.on_completed()``.
     completion: Completion | None = field(default=None, repr=False, compare=False)
+    #: The exception of a failed attempt that the handler caught and settled itself (the
+    #: Tasks runner records it), for callers that report failures (``testing.drain``).
+    failure: BaseException | None = field(default=None, repr=False, compare=False)
 
     def _token(self) -> str:
         if self.lock_token is None:
@@ -59,3 +69,18 @@ class Received(_MessageFields):
             self.queue, self.seq, self._token(), lock_duration=lock_duration, using=self.using
         )
         return self.locked_until
+
+    async def acomplete(self) -> None:
+        await sync_to_async(self.complete, thread_sensitive=True)()
+
+    async def aabandon(self, delay: float | dt.timedelta | None = None) -> None:
+        await sync_to_async(self.abandon, thread_sensitive=True)(delay)
+
+    async def areject(self, reason: str, description: str = "") -> None:
+        await sync_to_async(self.reject, thread_sensitive=True)(reason, description)
+
+    async def adefer(self) -> None:
+        await sync_to_async(self.defer, thread_sensitive=True)()
+
+    async def arenew(self, lock_duration: float | dt.timedelta | None = None) -> dt.datetime:
+        return await sync_to_async(self.renew, thread_sensitive=True)(lock_duration)

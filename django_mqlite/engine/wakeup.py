@@ -1,20 +1,29 @@
 """In-process wake-ups: a consumer waiting for a queue sleeps on a condition that a
 commit of a send in the same process (or a NOTIFY listener) signals. Waiting is always
 bounded, so a missed signal costs at most one back-off interval, never a lost message.
+
+Threads wait on the condition (``wait``, ``wait_any``); coroutines wait without blocking
+their event loop (``await_signal``): ``notify`` wakes both.
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
+from collections.abc import Callable
 
 _cond = threading.Condition()
 _generation: dict[str, int] = {}
+_watchers: set[Callable[[str], None]] = set()
 
 
 def notify(queue: str) -> None:
     with _cond:
         _generation[queue] = _generation.get(queue, 0) + 1
         _cond.notify_all()
+        watchers = list(_watchers)
+    for watch in watchers:
+        watch(queue)
 
 
 def generation(queue: str) -> int:
@@ -41,3 +50,30 @@ def wait_any(since: dict[str, int], timeout: float) -> bool:
         return _cond.wait_for(
             lambda: any(_generation.get(k, 0) != g for k, g in since.items()), timeout
         )
+
+
+async def await_signal(queue: str, timeout: float, since: int) -> bool:
+    """The coroutine twin of ``wait``: suspend (never block the event loop) up to
+    ``timeout`` seconds or until ``queue`` is signalled after generation ``since``."""
+    loop = asyncio.get_running_loop()
+    signalled = asyncio.Event()
+
+    def watch(name: str) -> None:
+        if name == queue:
+            try:
+                loop.call_soon_threadsafe(signalled.set)
+            except RuntimeError:
+                pass  # the waiter's loop has closed: nobody is waiting any more
+
+    with _cond:
+        if _generation.get(queue, 0) != since:
+            return True
+        _watchers.add(watch)
+    try:
+        await asyncio.wait_for(signalled.wait(), timeout)
+        return True
+    except TimeoutError:
+        return False
+    finally:
+        with _cond:
+            _watchers.discard(watch)

@@ -263,6 +263,7 @@ def run_task(msg: Received) -> None:
         # Ctrl-C reaches the worker's main thread, which drains gracefully), and letting
         # it escape would leave the task RUNNING with its lease renewed forever.
         tb = traceback.format_exc()
+        msg.failure = exc
         job.record_error(_class_path(exc), tb)
         final = job.fail(
             f"{type(exc).__name__}: {exc}", tb, exc if isinstance(exc, Reject) else None

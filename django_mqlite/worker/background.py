@@ -16,13 +16,14 @@ from typing import Any
 
 from django.db import connections
 
-from ..engine import wakeup
 from ..engine.clock import now_ms
+
+# The NOTIFY listener lives in the engine, shared with ``areceive``; re-exported here.
+from ..engine.listen import NOTIFY_CHANNEL as NOTIFY_CHANNEL
+from ..engine.listen import Listener as Listener
 from ..engine.maintenance import reap
 
 logger = logging.getLogger("django_mqlite.worker")
-
-NOTIFY_CHANNEL = "mqlite"
 
 
 class Loop(threading.Thread):
@@ -100,45 +101,3 @@ def reaper_loop(interval_s: float, using: str) -> Loop:
             logger.info("reaper: %s", done)
 
     return Loop("mqlite-reaper", interval_s, step)
-
-
-# -- LISTEN/NOTIFY ---------------------------------------------------------------------
-
-
-class Listener(threading.Thread):
-    """LISTENs on a dedicated PostgreSQL connection and turns each notification (its
-    payload is a queue name) into an in-process wake-up. Reconnects after errors."""
-
-    def __init__(self, using: str, poll_s: float = 0.25) -> None:
-        super().__init__(name="mqlite-listener", daemon=True)
-        self.using = using
-        self.poll_s = poll_s
-        self.stopping = threading.Event()
-        self.listening = threading.Event()
-
-    def run(self) -> None:
-        while not self.stopping.is_set():
-            try:
-                self._listen()
-            except Exception:
-                self.listening.clear()
-                logger.exception("LISTEN connection failed; reconnecting")
-                self.stopping.wait(1.0)
-
-    def _listen(self) -> None:
-        wrapper = connections[self.using]
-        conn = wrapper.get_new_connection(wrapper.get_connection_params())
-        try:
-            conn.autocommit = True
-            conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
-            self.listening.set()
-            while not self.stopping.is_set():
-                for note in conn.notifies(timeout=self.poll_s):
-                    wakeup.notify(note.payload)
-        finally:
-            conn.close()
-
-    def stop(self, wait_s: float = 2.0) -> None:
-        self.stopping.set()
-        if self.is_alive():
-            self.join(wait_s)

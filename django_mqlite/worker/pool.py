@@ -22,8 +22,8 @@ from collections.abc import Callable
 
 from django.db import connections
 
-from ..engine import settle
-from ..exceptions import LockLostError, Reject
+from ..exceptions import LockLostError
+from . import handling
 from .delivery import Delivery
 
 logger = logging.getLogger("django_mqlite.worker")
@@ -182,14 +182,7 @@ class Pool:
 
     def _execute(self, d: Delivery) -> None:
         msg = d.msg
-        failure: BaseException | None = None
-        tb = ""
-        try:
-            d.consumer.func(msg)
-        except BaseException as exc:
-            # A handler that calls sys.exit() or raises KeyboardInterrupt has failed its
-            # attempt; neither may take the thread (and the message's lease) with it.
-            failure, tb = exc, traceback.format_exc()
+        failure, tb = handling.run_handler(d)  # coroutines run on the event loop (``aio``)
         with self.lock:
             late = d.timed_out
             if not late:
@@ -212,25 +205,4 @@ class Pool:
             self.wake()
 
     def _settle_directly(self, d: Delivery, failure: BaseException | None, tb: str) -> None:
-        msg = d.msg
-        token = msg.lock_token
-        assert token is not None
-        if failure is None:  # a late success: the token is stale, so this raises
-            settle.complete(msg.queue, msg.seq, token, using=self.using)
-        elif isinstance(failure, Reject):
-            settle.reject(
-                msg.queue, msg.seq, token, failure.reason, failure.description, using=self.using
-            )
-            logger.info("%s #%s rejected: %s", msg.queue, msg.seq, failure.reason)
-        else:
-            delay = self.backoff(msg.delivery_count)
-            settle.abandon(msg.queue, msg.seq, token, delay=delay, error=tb, using=self.using)
-            logger.warning(
-                "%s #%s attempt %s failed (%s: %s); retry in %.2fs unless exhausted",
-                msg.queue,
-                msg.seq,
-                msg.delivery_count,
-                type(failure).__name__,
-                failure,
-                delay,
-            )
+        handling.settle_failure(d.msg, failure, tb, using=self.using, backoff=self.backoff)

@@ -17,6 +17,9 @@ INSTALLED_APPS = [*INSTALLED_APPS, "tests.workerproject.recorder"]
 # asks: every other test's worker serves "every queue with a consumer".
 if os.environ.get("MQLITE_TEST_RELIABILITY"):
     INSTALLED_APPS.append("tests.workerproject.reliability")
+# ``async def`` consumers (``tests/aio/``), only when a test asks.
+if os.environ.get("MQLITE_TEST_ASYNC"):
+    INSTALLED_APPS.append("tests.workerproject.aio_consumers")
 MQLITE = {**MQLITE, **json.loads(os.environ.get("MQLITE_TEST_OVERRIDES") or "{}")}
 
 # The database-fault tests shorten SQLite's busy timeout so lock pressure surfaces as

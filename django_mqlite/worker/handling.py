@@ -1,0 +1,86 @@
+"""Running one claimed message through its handler and settling the outcome: the steps a
+worker's handler thread takes, shared with ``django_mqlite.testing.drain`` (which runs
+them in the calling thread).
+
+- ``run_handler``: call the handler, capture its exception and traceback;
+- ``complete``: complete a successful delivery (carrying its ``Completion``, then calling
+  its ``on_completed``), as the worker's batched completion does for one message;
+- ``settle_failure``: ``mq.Reject`` dead-letters, any other exception abandons with the
+  retry backoff (dead-lettered by the engine at ``max_delivery_count``).
+"""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from ..engine import settle
+from ..engine.received import Received
+from ..exceptions import Reject
+from .aio import call_handler
+from .delivery import Delivery
+
+logger = logging.getLogger("django_mqlite.worker")
+
+
+def run_handler(
+    d: Delivery, call: Callable[[Delivery], Any] = call_handler
+) -> tuple[BaseException | None, str]:
+    """Run ``d``'s handler; returns (the exception it raised or None, its traceback)."""
+    try:
+        call(d)
+    except BaseException as exc:
+        # A handler that calls sys.exit() or raises KeyboardInterrupt has failed its
+        # attempt; neither may take the thread (and the message's lease) with it.
+        return exc, traceback.format_exc()
+    return None, ""
+
+
+def complete(msg: Received, using: str) -> bool:
+    """Complete one successful delivery; False when its lease was lost first."""
+    token = msg.lock_token
+    assert token is not None
+    c = msg.completion
+    [done] = settle.complete_batch(
+        msg.queue, [(msg.seq, token)], completions=[c] if c else None, using=using
+    )
+    if done and c is not None and c.on_completed is not None:
+        try:
+            c.on_completed()
+        except Exception:
+            logger.exception("after completing %s #%s", msg.queue, msg.seq)
+    return done
+
+
+def settle_failure(
+    msg: Received,
+    failure: BaseException | None,
+    tb: str,
+    *,
+    using: str,
+    backoff: Callable[[int], float],
+) -> None:
+    """Settle a delivery its handler did not settle: a failure is rejected (``Reject``)
+    or abandoned with ``backoff(delivery_count)``; a success is completed (a late one
+    presents a stale token and raises ``LockLostError``)."""
+    token = msg.lock_token
+    assert token is not None
+    if failure is None:
+        settle.complete(msg.queue, msg.seq, token, using=using)
+    elif isinstance(failure, Reject):
+        settle.reject(msg.queue, msg.seq, token, failure.reason, failure.description, using=using)
+        logger.info("%s #%s rejected: %s", msg.queue, msg.seq, failure.reason)
+    else:
+        delay = backoff(msg.delivery_count)
+        settle.abandon(msg.queue, msg.seq, token, delay=delay, error=tb, using=using)
+        logger.warning(
+            "%s #%s attempt %s failed (%s: %s); retry in %.2fs unless exhausted",
+            msg.queue,
+            msg.seq,
+            msg.delivery_count,
+            type(failure).__name__,
+            failure,
+            delay,
+        )
