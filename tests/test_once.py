@@ -37,7 +37,7 @@ def test_outside_a_transaction_is_refused() -> None:
 
 @pytest.mark.django_db
 def test_bad_keys_are_refused() -> None:
-    for key in ["", "x" * 256, 5]:
+    for key in ["", "   ", None, "x" * 256, 5]:
         with pytest.raises(mq.InvalidArgumentError), transaction.atomic(), mq.once(key):  # type: ignore[arg-type]
             pass
 
