@@ -54,6 +54,8 @@ class Pool:
         self.running: set[Delivery] = set()
         self.done: list[Delivery] = []
         self._closing = False
+        #: Handler attempts that failed (raised, rejected or finished after a timeout).
+        self.failed = 0
         self._threads: list[threading.Thread] = []
         self._serial = 0
 
@@ -182,6 +184,9 @@ class Pool:
 
     def _settle_directly(self, d: Delivery, failure: BaseException | None, tb: str) -> None:
         msg = d.msg
+        if failure is not None:
+            with self.lock:
+                self.failed += 1
         token = msg.lock_token
         assert token is not None
         if failure is None:  # a late success: the token is stale, so this raises
