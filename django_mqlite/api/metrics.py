@@ -82,7 +82,7 @@ class QueueCollector(Collector):
                 .first()
             )
             age.add_metric([name], 0.0 if oldest is None else max(0.0, (now - oldest) / 1000))
-        sums = (
+        sums: Any = (
             QueueTotals.objects.using(self.using)
             .values("queue_id")
             .annotate(**{f"sum_{n}": Sum(n) for n in _TOTAL_HELP})
