@@ -41,3 +41,49 @@ def test_every_python_block_compiles(page: str) -> None:
         compile(
             textwrap.dedent(block), f"{page}[{i}]", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
         )
+
+
+# Words that point at things a reader of the docs does not have (an internal contract, a
+# ticket) or compare the project with an earlier state of itself.
+FORBIDDEN = [
+    (r"\bSPEC\b", "an internal contract"),
+    (r"§", "a section of an internal contract"),
+    (r"\bthe issue\b", "a ticket"),
+    (r"(?<![\w/])#\d+\b", "a ticket number"),
+    (r"\b(?:earlier|previous|older) versions? of (?:django-mqlite|this)\b", "an earlier state"),
+    (r"\bthis (?:change|fix|branch)\b", "a change rather than the product"),
+]
+
+
+@pytest.mark.parametrize("page", ALL_PAGES)
+def test_pages_speak_to_users(page: str) -> None:
+    path = DOCS.parent / page if page == "README.md" else DOCS / page
+    text = path.read_text()
+    found = [
+        f"{what}: {m.group(0)!r}"
+        for pattern, what in FORBIDDEN
+        for m in re.finditer(pattern, text, flags=re.I if "SPEC" not in pattern else 0)
+    ]
+    assert found == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_workers_once_sample_handles_every_message_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The sample keys on a business id: three orders are charged, a redelivery is not."""
+    import django_mqlite as mq
+    from django_mqlite import consumers
+    from django_mqlite.worker import Worker
+
+    registry = consumers.Registry()
+    monkeypatch.setattr(consumers, "registry", registry)
+    [sample] = [b for b in blocks("workers.md") if "mq.once(" in b and "def charge" in b]
+    namespace: dict[str, object] = {}
+    exec(compile(sample, "workers.md", "exec"), namespace)
+    mq.create_queue("payments")
+    mq.send_batch("payments", [mq.OutMessage({"order_id": n}) for n in (1, 2, 3)])
+    mq.send("payments", {"order_id": 2})  # the same order again: a redelivery in effect
+    Worker(["payments"], burst=True, install_signals=False, registry=registry).run()
+    assert sorted(namespace["charged"]) == [1, 2, 3]  # type: ignore[call-overload]
+    assert mq.stats("payments").totals["completed"] == 4
