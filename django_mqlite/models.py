@@ -237,9 +237,10 @@ class Worker(models.Model):
     in_flight = models.IntegerField(default=0)
     stopped_at = models.BigIntegerField(null=True, blank=True)
     #: Messages claimed and handler attempts that failed (raised, timed out, rejected)
-    #: since the worker started, as of its last heartbeat.
-    claimed = models.BigIntegerField(default=0)
-    failed = models.BigIntegerField(default=0)
+    #: since the worker started, as of its last heartbeat. Database defaults, so workers
+    #: of the previous version keep registering during a rolling upgrade.
+    claimed = models.BigIntegerField(default=0, db_default=0)
+    failed = models.BigIntegerField(default=0, db_default=0)
     #: Database clock minus this worker's host clock, ms, measured with each heartbeat.
     clock_skew_ms = models.IntegerField(null=True, blank=True)
 

@@ -77,3 +77,16 @@ def test_the_row_records_claimed_failed_and_skew(monkeypatch: pytest.MonkeyPatch
     assert row.clock_skew_ms is not None and abs(row.clock_skew_ms) < 1000
     gauges: dict[str, Any] = worker._gauges()
     assert gauges["claimed"] == 3 and gauges["failed"] == 1
+
+
+def test_a_previous_versions_worker_can_still_register() -> None:
+    """Rolling upgrade: code that knows nothing of the new columns inserts its row."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO mqlite_worker (host, pid, queues, started_at, last_seen, in_flight) "
+            "VALUES ('old', 1, '[]', 0, 0, 0)"
+        )
+    row = WorkerRow.objects.get(host="old")
+    assert (row.claimed, row.failed, row.clock_skew_ms) == (0, 0, None)
