@@ -145,8 +145,8 @@ def test_the_readme_quick_start_on_an_installed_wheel(
     venv = tmp_path / "venv"
     run(python, "-m", "venv", venv)
     bin_ = venv / "bin"
-    run(bin_ / "python", "-m", "pip", "install", "-q", "--no-compile", f"django-mqlite{extra} @ {wheel.as_uri()}",
-        django, env=env)  # fmt: skip
+    requirement = f"django-mqlite{extra} @ {wheel.as_uri()}"
+    run(bin_ / "python", "-m", "pip", "install", "-q", "--no-compile", requirement, django, env=env)
     installed = time.monotonic()
 
     run(bin_ / "django-admin", "startproject", "proj", tmp_path, env=env)
