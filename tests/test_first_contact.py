@@ -177,3 +177,16 @@ def test_django_6_1_passes_task_options_through() -> None:
 
     assert isinstance(job, MQLiteTask)
     assert job.max_attempts == 3
+
+
+def test_license_and_changelog_match_the_package() -> None:
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["license"] == "MIT"
+    assert (ROOT / "LICENSE").read_text().startswith("MIT License")
+    assert "LICENSE" in project["license-files"]
+    changelog = (ROOT / "CHANGELOG.md").read_text()
+    assert f"## [{project['version']}]" in changelog
+    assert "## Version policy" in changelog
+    assert "(CHANGELOG.md)" in (ROOT / "README.md").read_text()
