@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
-EXECUTED_PAGES = ["README.md", "python-api.md", "migrating.md"]
+EXECUTED_PAGES = ["README.md", "python-api.md", "migrating.md", "faq.md"]
 #: The README's quick start shows files of a project (``# settings.py (append)``).
 PROJECT_FILE = re.compile(r"# (?:settings|urls|shop/\w+)\.py\b")
 
