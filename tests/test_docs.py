@@ -91,3 +91,19 @@ def test_workers_once_sample_handles_every_message_once(
     Worker(["payments"], burst=True, install_signals=False, registry=registry).run()
     assert sorted(namespace["charged"]) == [1, 2, 3]  # type: ignore[call-overload]
     assert mq.stats("payments").totals["completed"] == 4
+
+
+@pytest.mark.parametrize("page", ["workers.md", "operations.md"])
+def test_supervisor_samples_wait_longer_than_the_shutdown_timeout(page: str) -> None:
+    """A stop timeout shorter than --shutdown-timeout kills handlers that were finishing."""
+    samples = re.findall(r"```ini\n(.*?)```", (DOCS / page).read_text(), flags=re.S)
+    checked = 0
+    for sample in samples:
+        if "runworker" not in sample:
+            continue
+        shutdown = re.search(r"--shutdown-timeout (\d+)", sample)
+        stop = re.search(r"(?:TimeoutStopSec|stopwaitsecs)=(\d+)", sample)
+        assert stop, sample
+        assert int(stop.group(1)) > (int(shutdown.group(1)) if shutdown else 30), sample
+        checked += 1
+    assert checked == 2
