@@ -35,7 +35,7 @@ def nothing_to_serve() -> str:
         f"{app.name}.{module}"
         for app in installed
         for module in ("consumers", "tasks")
-        if module_has_submodule(app.module, module)
+        if app.name != "django_mqlite" and module_has_submodule(app.module, module)
     ]
     lines = [
         "nothing to serve: no consumer is registered and no Tasks queue is configured.",
