@@ -18,7 +18,9 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import time
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -84,8 +86,14 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     started = time.monotonic()
     run(sys.executable, "-m", "build", "--outdir", out, ROOT)
     print(f"build: {time.monotonic() - started:.1f}s")
-    assert len(list(out.glob("*.tar.gz"))) == 1
+    [sdist] = out.glob("*.tar.gz")
+    with tarfile.open(sdist) as archive:
+        names = {n.split("/", 1)[-1] for n in archive.getnames()}
+    assert {"LICENSE", "CHANGELOG.md", "README.md"} <= names
     [built] = out.glob("*.whl")
+    with zipfile.ZipFile(built) as archive:
+        assert any(n.endswith(".dist-info/licenses/LICENSE") for n in archive.namelist())
+        assert any(n.startswith("django_mqlite/templates/") for n in archive.namelist())
     return built
 
 
