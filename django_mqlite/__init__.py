@@ -1,6 +1,6 @@
 """django-mqlite: the project's own database as a reliable message and task queue.
 
-``import django_mqlite as mq`` gives the public API (SPEC §3). Importing this package
+``import django_mqlite as mq`` gives the public API. Importing this package
 never imports models, so it is safe in settings, ``AppConfig`` and task modules.
 """
 
@@ -38,7 +38,7 @@ from .exceptions import (
     QueueNotFoundError,
     Reject,
 )
-from .idempotency import once
+from .idempotency import once, prune_once
 
 __all__ = [
     "Completion",
@@ -77,6 +77,7 @@ __all__ = [
     "list_queues",
     "once",
     "peek",
+    "prune_once",
     "purge",
     "reap",
     "receive",

@@ -299,6 +299,11 @@ def health(out: OutputWrapper, o: dict[str, Any]) -> None:
         oldest = report["oldest_active_age"]
         if o["max_age"] is not None and oldest is not None and oldest > o["max_age"]:
             problems.append(f"oldest active message is {oldest:.1f}s old (> {o['max_age']:g}s)")
+        if o.get("worker") is not None:
+            from .liveness import report as worker_report
+
+            report["self"], found = worker_report(o["worker"], alias)
+            problems += found
     report["healthy"] = not problems
     report["problems"] = problems
     if o["json"]:

@@ -32,6 +32,9 @@ DEFAULTS: dict[str, Any] = {
     "WORKER_STALE_AFTER": 15.0,
     # Seconds between worker heartbeats.
     "HEARTBEAT_INTERVAL": 5.0,
+    # Largest tolerated difference between a worker host's clock and the database's, in
+    # seconds; None: a quarter of the shortest lock_duration of the queues it serves.
+    "MAX_CLOCK_SKEW": None,
     # Seconds a stopped or silent worker's row is kept (for the admin) before pruning.
     "WORKER_RETENTION": 86400.0,
     # Consumer retries: delay = min(CAP, BASE * 2 ** (attempt - 1)) seconds, half of it

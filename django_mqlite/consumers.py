@@ -44,6 +44,10 @@ from .engine.core import check_queue_name
 Handler = Callable[[Any], Any]
 
 
+class ConsumerConflictError(ImproperlyConfigured):
+    """A queue already has a different handler (system check ``django_mqlite.E020``)."""
+
+
 @dataclass(frozen=True)
 class Consumer:
     """A queue's handler and its options. ``timeout`` is seconds, or None for no limit.
@@ -97,7 +101,7 @@ class Registry:
         entry = Consumer(queue, func, None if timeout is None else float(timeout), **hooks)
         current = self._consumers.get(queue)
         if current is not None and current.name != entry.name:
-            raise ImproperlyConfigured(
+            raise ConsumerConflictError(
                 f"queue {queue!r} already has a consumer ({current.name}); "
                 f"cannot also register {entry.name}"
             )

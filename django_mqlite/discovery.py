@@ -8,7 +8,7 @@ needs the other: the runner registers itself into the registry, never the revers
 
 from __future__ import annotations
 
-from django.utils.module_loading import autodiscover_modules
+from django.utils.module_loading import autodiscover_modules, module_has_submodule
 
 from .consumers import registry
 
@@ -22,3 +22,40 @@ def autodiscover() -> None:
     except ImportError:  # neither django.tasks nor the django-tasks backport
         return
     register_task_queues(registry)
+
+
+def nothing_to_serve() -> str:
+    """Why ``runworker`` found no work: what it looked for and what it would have served."""
+    from django.apps import apps
+
+    from .tasks.support import INSTALL_HINT, framework_problem, mqlite_task_aliases
+
+    installed = list(apps.get_app_configs())
+    found = [
+        f"{app.name}.{module}"
+        for app in installed
+        for module in ("consumers", "tasks")
+        if app.name != "django_mqlite" and module_has_submodule(app.module, module)
+    ]
+    lines = [
+        "nothing to serve: no consumer is registered and no Tasks queue is configured.",
+        f"Looked in the consumers and tasks modules of {len(installed)} "
+        f"installed apps (found: {', '.join(found) or 'none'}).",
+    ]
+    aliases = mqlite_task_aliases()
+    problem = framework_problem() if aliases else None
+    if problem is not None:
+        lines.append(
+            f"TASKS[{aliases[0]!r}] uses django-mqlite's backend, but {problem}; "
+            f"on Django 5.2: {INSTALL_HINT}."
+        )
+    elif not aliases:
+        lines.append(
+            'TASKS has no backend "django_mqlite.backends.MQLiteBackend", so no task '
+            "queue is served."
+        )
+    lines.append(
+        'Register a handler with @mq.consumer("queue") in an app\'s consumers.py, or '
+        "point TASKS at django_mqlite.backends.MQLiteBackend (docs/tasks.md)."
+    )
+    return "\n".join(lines)

@@ -1,9 +1,11 @@
-"""``mq.once(key)``: run a side effect once per key, recorded in the work's transaction."""
+"""``mq.once(key)``: run a side effect once per key, recorded in the work's transaction;
+``mq.prune_once(older_than)``: forget old keys."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 
 from django.db import IntegrityError, connections, transaction
 
@@ -21,8 +23,11 @@ def once(key: str, *, using: str | None = None) -> Iterator[bool]:
     key: the second blocks until the first commits or rolls back, then sees the outcome;
     exactly one gets True.
     """
-    if not isinstance(key, str) or not key or len(key) > 255:
-        raise InvalidArgumentError("key must be a non-empty string of at most 255 characters")
+    if not isinstance(key, str) or not key.strip() or len(key) > 255:
+        # A None or blank key would make every message after the first a "duplicate".
+        raise InvalidArgumentError(
+            f"key must be a non-empty string of at most 255 characters, not {key!r}"
+        )
     alias = core.alias_of(using)
     if not connections[alias].in_atomic_block:
         raise InvalidArgumentError("mq.once() must run inside transaction.atomic()")
@@ -38,3 +43,20 @@ def once(key: str, *, using: str | None = None) -> Iterator[bool]:
     except IntegrityError:  # pragma: no cover - ON CONFLICT covers the race
         first = False
     yield first
+
+
+def prune_once(older_than: float | timedelta, *, using: str | None = None) -> int:
+    """Delete ``mq.once`` keys recorded more than ``older_than`` ago (seconds or a
+    ``timedelta``); returns how many. Keys are never pruned by themselves: keep each one
+    longer than its message can still be delivered again (its TTL, or the time a dead
+    letter may wait for a redrive), or a late redelivery runs the work a second time."""
+    seconds = older_than.total_seconds() if isinstance(older_than, timedelta) else older_than
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds > 0:
+        raise InvalidArgumentError(f"older_than must be a positive duration, not {older_than!r}")
+    alias = core.alias_of(using)
+    with transaction.atomic(using=alias), connections[alias].cursor() as cursor:
+        cursor.execute(
+            "DELETE FROM mqlite_processed_key WHERE processed_at < %s",
+            [now_ms() - int(seconds * 1000)],
+        )
+        return int(cursor.rowcount)

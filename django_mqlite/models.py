@@ -196,6 +196,8 @@ class ProcessedKey(models.Model):
 
     class Meta:
         db_table = "mqlite_processed_key"
+        # mq.prune_once() deletes by age.
+        indexes = [models.Index(fields=["processed_at"], name="mqlite_pkey_processed")]
 
     def __str__(self) -> str:
         return self.key
@@ -237,6 +239,13 @@ class Worker(models.Model):
     last_seen = models.BigIntegerField()
     in_flight = models.IntegerField(default=0)
     stopped_at = models.BigIntegerField(null=True, blank=True)
+    #: Messages claimed and handler attempts that failed (raised, timed out, rejected)
+    #: since the worker started, as of its last heartbeat. Database defaults, so workers
+    #: of the previous version keep registering during a rolling upgrade.
+    claimed = models.BigIntegerField(default=0, db_default=0)
+    failed = models.BigIntegerField(default=0, db_default=0)
+    #: Database clock minus this worker's host clock, ms, measured with each heartbeat.
+    clock_skew_ms = models.IntegerField(null=True, blank=True)
 
     class Meta:
         db_table = "mqlite_worker"

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import threading
+from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.db import connections, transaction
@@ -37,7 +39,7 @@ def test_outside_a_transaction_is_refused() -> None:
 
 @pytest.mark.django_db
 def test_bad_keys_are_refused() -> None:
-    for key in ["", "x" * 256, 5]:
+    for key in ["", "   ", None, "x" * 256, 5]:
         with pytest.raises(mq.InvalidArgumentError), transaction.atomic(), mq.once(key):  # type: ignore[arg-type]
             pass
 
@@ -76,3 +78,25 @@ def test_racing_threads_exactly_one_wins() -> None:
             t.join(30)
         assert not errors, errors
         assert sorted(results) == [False] * (threads_n - 1) + [True]
+
+
+@pytest.mark.django_db
+def test_prune_once_forgets_only_old_keys(clock: Any) -> None:
+    with transaction.atomic(), mq.once("old") as first:
+        assert first
+    clock.advance(3600)
+    with transaction.atomic(), mq.once("new") as first:
+        assert first
+    assert mq.prune_once(1800) == 1  # "old" is an hour old, "new" is fresh
+    with transaction.atomic(), mq.once("old") as first:
+        assert first is True  # forgotten: the work would run again
+    with transaction.atomic(), mq.once("new") as first:
+        assert first is False
+    assert mq.prune_once(timedelta(hours=2)) == 0
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("bad", [0, -1, None, True, "60"])
+def test_prune_once_refuses_a_bad_duration(bad: Any) -> None:
+    with pytest.raises(mq.InvalidArgumentError):
+        mq.prune_once(bad)

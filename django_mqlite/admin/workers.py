@@ -63,6 +63,9 @@ class WorkerAdmin(ReadOnlyAdmin):
         "last_heartbeat",
         "heartbeat_age",
         "in_flight",
+        "claimed",
+        "failed",
+        "clock_skew",
         "stopped",
     )
     list_filter = (StatusFilter, "host")
@@ -96,6 +99,11 @@ class WorkerAdmin(ReadOnlyAdmin):
         return format.age(max(0.0, (now_ms() - obj.last_seen) / 1000))
 
     @admin.display(description="stopped", ordering="stopped_at")
+    @admin.display(description="clock skew", ordering="clock_skew_ms")
+    def clock_skew(self, obj: Worker) -> str:
+        """Database clock minus the worker host's, as of its last heartbeat."""
+        return "-" if obj.clock_skew_ms is None else f"{obj.clock_skew_ms / 1000:+.3f}s"
+
     def stopped(self, obj: Worker) -> str:
         return format.stamp(obj.stopped_at)
 

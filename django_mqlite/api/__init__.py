@@ -1,4 +1,4 @@
-"""The HTTP API of django-mqlite (SPEC §8), built on Django REST framework.
+"""The HTTP API of django-mqlite, built on Django REST framework.
 
 Mount it with ``path("mq/", include("django_mqlite.api.urls"))``. This package is the only
 one that imports ``rest_framework``; it calls the public Python API (``django_mqlite``)

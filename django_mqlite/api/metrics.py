@@ -1,14 +1,33 @@
-"""Prometheus metrics: the numbers of ``mq.stats()``, collected fresh on every scrape."""
+"""Prometheus metrics, collected fresh on every scrape without counting every message.
+
+A scrape of a deep queue must stay cheap, so it reads:
+
+- depth per queue and state as a *bounded* count, like the admin's gauges: exact up to
+  ``COUNT_CAP`` messages and reported as ``COUNT_CAP + 1`` beyond (``COUNT(*)`` over a
+  ``LIMIT``, at most ``COUNT_CAP + 1`` index entries per state);
+- the oldest active message's age: one index seek per queue;
+- lifetime totals from the counters table (a few rows per queue), not from messages;
+- one row per worker that has not stopped: alive, busy, claimed, failed, clock skew.
+
+``mq.stats()`` and ``manage.py mqlite stats`` give exact depths when they are needed.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
+from django.db.models import Sum
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 import django_mqlite as mq
+
+from ..conf import mqlite_settings
+
+#: Depth gauges are exact up to this many messages per state and read COUNT_CAP + 1 above.
+COUNT_CAP = 10_000
 
 _TOTAL_HELP = {
     "enqueued": "Messages sent (and redriven in from another queue).",
@@ -27,15 +46,18 @@ _TOTAL_HELP = {
 
 
 class QueueCollector(Collector):
-    """Depth per queue and state, oldest active age, and lifetime totals per queue."""
+    """Depth per queue and state, oldest active age, lifetime totals, worker gauges."""
 
     def __init__(self, using: str | None = None) -> None:
-        self.using = using
+        self.using = using or mqlite_settings.DATABASE
 
     def collect(self) -> Iterator[Metric]:
-        stats: dict[str, mq.QueueStats] = mq.stats(using=self.using)
+        from ..models import Message, Queue, QueueTotals
+
         depth = GaugeMetricFamily(
-            "mqlite_queue_messages", "Messages in the queue, by state.", labels=["queue", "state"]
+            "mqlite_queue_messages",
+            f"Messages in the queue, by state (exact up to {COUNT_CAP}, {COUNT_CAP + 1} above).",
+            labels=["queue", "state"],
         )
         age = GaugeMetricFamily(
             "mqlite_queue_oldest_active_age_seconds",
@@ -46,20 +68,69 @@ class QueueCollector(Collector):
             name: CounterMetricFamily(f"mqlite_messages_{name}", text, labels=["queue"])
             for name, text in _TOTAL_HELP.items()
         }
-        for name, st in stats.items():
-            for state, count in st.counts.items():
-                depth.add_metric([name, state], count)
-            age.add_metric([name], st.oldest_active_age or 0.0)
-            for total, value in st.totals.items():
-                if total in totals:
-                    totals[total].add_metric([name], value)
+        queues = dict(Queue.objects.using(self.using).values_list("id", "name"))
+        messages = Message.objects.using(self.using)
+        now = mq.clock.now_ms()
+        for queue_id, name in sorted(queues.items(), key=lambda item: item[1]):
+            for state in mq.State:
+                rows = messages.filter(queue_id=queue_id, state=state.value).order_by()
+                depth.add_metric([name, state.value], rows.values("pk")[: COUNT_CAP + 1].count())
+            oldest = (
+                messages.filter(queue_id=queue_id, state=mq.State.ACTIVE.value)
+                .order_by("seq")
+                .values_list("visible_at", flat=True)
+                .first()
+            )
+            age.add_metric([name], 0.0 if oldest is None else max(0.0, (now - oldest) / 1000))
+        sums: Any = (
+            QueueTotals.objects.using(self.using)
+            .values("queue_id")
+            .annotate(**{f"sum_{n}": Sum(n) for n in _TOTAL_HELP})
+        )
+        for row in sums:
+            if row["queue_id"] in queues:
+                for n, family in totals.items():
+                    family.add_metric([queues[row["queue_id"]]], row[f"sum_{n}"] or 0)
         yield depth
         yield age
         yield from totals.values()
+        yield from self.workers(now)
+
+    def workers(self, now: int) -> Iterator[Metric]:
+        """Gauges of every worker that has not stopped (stale ones read alive 0)."""
+        from ..models import Worker
+
+        labels = ["worker", "host", "pid"]
+        alive = GaugeMetricFamily("mqlite_worker_alive", "1 while heartbeating.", labels=labels)
+        busy = GaugeMetricFamily(
+            "mqlite_worker_busy", "Messages the worker holds (running or waiting).", labels=labels
+        )
+        claimed = CounterMetricFamily(
+            "mqlite_worker_claimed", "Messages claimed since the worker started.", labels=labels
+        )
+        failed = CounterMetricFamily(
+            "mqlite_worker_failed", "Handler attempts that failed since start.", labels=labels
+        )
+        skew = GaugeMetricFamily(
+            "mqlite_worker_clock_skew_seconds",
+            "Database clock minus the worker host's clock.",
+            labels=labels,
+        )
+        stale_ms = float(mqlite_settings.WORKER_STALE_AFTER) * 1000
+        rows: Any = Worker.objects.using(self.using).filter(stopped_at=None).order_by("pk")
+        for w in rows:
+            key = [str(w.pk), w.host, str(w.pid)]
+            alive.add_metric(key, 1.0 if w.last_seen > now - stale_ms else 0.0)
+            busy.add_metric(key, w.in_flight)
+            claimed.add_metric(key, w.claimed)
+            failed.add_metric(key, w.failed)
+            if w.clock_skew_ms is not None:
+                skew.add_metric(key, w.clock_skew_ms / 1000)
+        yield from (alive, busy, claimed, failed, skew)
 
 
 def render(using: str | None = None) -> bytes:
-    """The Prometheus text exposition of every queue."""
+    """The Prometheus text exposition of every queue and live worker."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(QueueCollector(using))
     return generate_latest(registry)

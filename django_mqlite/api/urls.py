@@ -1,4 +1,4 @@
-"""Routes of the HTTP API (SPEC §8): ``path("mq/", include("django_mqlite.api.urls"))``."""
+"""Routes of the HTTP API: ``path("mq/", include("django_mqlite.api.urls"))``."""
 
 from __future__ import annotations
 

@@ -156,11 +156,13 @@ def _live_count(cursor: Any, queue_id: int) -> int:
 
 
 def get_queue(name: str, *, using: str | None = None) -> Queue:
+    """The queue named ``name``; raises ``QueueNotFoundError`` when there is none."""
     cursor, _ = core.ctx(core.alias_of(using))
     return core.load_queue(cursor, name).public()
 
 
 def list_queues(*, using: str | None = None) -> list[Queue]:
+    """Every queue, by name."""
     cursor, _ = core.ctx(core.alias_of(using))
     cursor.execute(f"SELECT {core.QUEUE_COLUMNS} FROM mqlite_queue ORDER BY name")
     return [core.QueueRow(*r).public() for r in cursor.fetchall()]

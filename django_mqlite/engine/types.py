@@ -12,6 +12,8 @@ from .clock import from_ms
 
 
 class State(enum.StrEnum):
+    """A message's state; ``active``, ``locked``, ``deferred`` and ``scheduled`` are live."""
+
     ACTIVE = "active"
     LOCKED = "locked"
     DEFERRED = "deferred"
@@ -25,12 +27,18 @@ LIVE_STATES = (State.ACTIVE, State.LOCKED, State.DEFERRED, State.SCHEDULED)
 
 
 class Ordering(enum.StrEnum):
+    """A queue's ordering: ``standard`` (FIFO per group), ``group_fifo`` (a group is
+    required) or ``strict_fifo`` (one message of the queue in flight, global FIFO)."""
+
     STANDARD = "standard"
     GROUP_FIFO = "group_fifo"
     STRICT_FIFO = "strict_fifo"
 
 
 class Mode(enum.StrEnum):
+    """How ``receive`` hands messages out: ``peek_lock`` (a lease and a lock token) or
+    ``receive_and_delete`` (removed as they are handed out)."""
+
     PEEK_LOCK = "peek_lock"
     RECEIVE_AND_DELETE = "receive_and_delete"
 
@@ -136,6 +144,9 @@ TOTAL_NAMES = (
 
 @dataclass
 class QueueStats:
+    """``mq.stats()``: exact ``counts`` by state (zeros included), the age in seconds of
+    the oldest active message (None when none waits), and lifetime ``totals``."""
+
     queue: str
     counts: dict[str, int]
     oldest_active_age: float | None

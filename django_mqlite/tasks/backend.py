@@ -86,6 +86,16 @@ def check_policy(max_attempts: object, backoff: object, timeout: object) -> None
 
 
 class MQLiteBackend(BaseTaskBackend):  # type: ignore[misc,unused-ignore]
+    """Django's Tasks framework on django-mqlite queues (Django 6.1+, or Django 5.2 with
+    the ``django-tasks`` backport): ``TASKS = {"default": {"BACKEND":
+    "django_mqlite.backends.MQLiteBackend", "QUEUES": ["default"], "OPTIONS": {...}}}``.
+
+    ``enqueue`` writes a message in the caller's transaction, ``runworker`` runs it,
+    ``get_result`` reads it back from any process; ``cancel`` dead-letters a task that
+    has not started. ``OPTIONS``: ``max_attempts``, ``backoff``, ``timeout``,
+    ``keep_results``, ``queue_options``, ``database``.
+    """
+
     task_class = MQLiteTask
     supports_defer = True
     supports_priority = True

@@ -56,7 +56,7 @@ class Loop(threading.Thread):
 # -- the worker registry ---------------------------------------------------------------
 
 
-def register_worker(queues: list[str], using: str) -> int:
+def register_worker(queues: list[str], using: str, clock_skew_ms: int | None = None) -> int:
     """Insert this process's row in ``mqlite_worker``; returns its id."""
     from ..models import Worker
 
@@ -68,29 +68,40 @@ def register_worker(queues: list[str], using: str) -> int:
         started_at=now,
         last_seen=now,
         in_flight=0,
+        clock_skew_ms=clock_skew_ms,
     )
     return int(row.pk)
 
 
-def heartbeat(worker_id: int, in_flight: int, using: str) -> None:
+def heartbeat(worker_id: int, in_flight: int, using: str, **gauges: int | None) -> None:
+    """Refresh ``last_seen`` and the gauges (``claimed``, ``failed``, ``clock_skew_ms``)."""
     from ..models import Worker
 
-    Worker.objects.using(using).filter(pk=worker_id).update(last_seen=now_ms(), in_flight=in_flight)
+    Worker.objects.using(using).filter(pk=worker_id).update(
+        last_seen=now_ms(), in_flight=in_flight, **gauges
+    )
 
 
-def mark_stopped(worker_id: int, using: str) -> None:
+def mark_stopped(worker_id: int, using: str, **gauges: int) -> None:
     from ..models import Worker
 
     now = now_ms()
     Worker.objects.using(using).filter(pk=worker_id).update(
-        last_seen=now, stopped_at=now, in_flight=0
+        last_seen=now, stopped_at=now, in_flight=0, **gauges
     )
 
 
 def heartbeat_loop(
-    worker_id: int, interval_s: float, in_flight: Callable[[], int], using: str
+    worker_id: int,
+    interval_s: float,
+    in_flight: Callable[[], int],
+    using: str,
+    gauges: Callable[[], dict[str, int | None]] | None = None,
 ) -> Loop:
-    return Loop("mqlite-heartbeat", interval_s, lambda: heartbeat(worker_id, in_flight(), using))
+    def step() -> None:
+        heartbeat(worker_id, in_flight(), using, **(gauges() if gauges else {}))
+
+    return Loop("mqlite-heartbeat", interval_s, step)
 
 
 def reaper_loop(interval_s: float, using: str) -> Loop:

@@ -54,6 +54,8 @@ class Pool:
         self.running: set[Delivery] = set()
         self.done: list[Delivery] = []
         self._closing = False
+        #: Handler attempts that failed (raised, rejected or finished after a timeout).
+        self.failed = 0
         self._threads: list[threading.Thread] = []
         self._serial = 0
 
@@ -205,4 +207,7 @@ class Pool:
             self.wake()
 
     def _settle_directly(self, d: Delivery, failure: BaseException | None, tb: str) -> None:
+        if failure is not None:
+            with self.lock:
+                self.failed += 1
         handling.settle_failure(d.msg, failure, tb, using=self.using, backoff=self.backoff)

@@ -35,7 +35,7 @@ from ..engine.dialects import dialect_for
 from ..engine.queues import create_queue, get_queue, sync_declared
 from ..exceptions import LockLostError, QueueNotFoundError
 from ..tasks import periodic
-from . import background
+from . import background, clockskew
 from .delivery import Delivery
 from .memory import rss_mb
 from .pool import Pool
@@ -88,6 +88,7 @@ class Worker:
         self.install_signals = install_signals
         self.rng = rng or random.Random()  # noqa: S311 - jitter, not security
         self.worker_id: int | None = None
+        self._skew_leases: list[float] = []
         self.claimed = 0
         self.stop_reason: str | None = None
         self._drain_deadline: float | None = None
@@ -142,7 +143,11 @@ class Worker:
         assert wid is not None  # set by _register
         self._threads = [
             background.heartbeat_loop(
-                wid, float(mqlite_settings.HEARTBEAT_INTERVAL), self.pool.busy, self.using
+                wid,
+                float(mqlite_settings.HEARTBEAT_INTERVAL),
+                self.pool.busy,
+                self.using,
+                self._gauges,
             )
         ]
         if self.reaper:
@@ -167,14 +172,26 @@ class Worker:
         """Declared queues, the served queues' existence, and this worker's registry row."""
         if mqlite_settings.QUEUES:
             sync_declared(mqlite_settings.QUEUES, using=self.using)
+        leases = []
         for name, consumer in self.consumers.items():
             try:
-                get_queue(name, using=self.using)  # fail fast on a queue that does not exist
+                queue = get_queue(name, using=self.using)  # fail fast on a missing queue
             except QueueNotFoundError:
                 if consumer.queue_options is None:
                     raise
-                create_queue(name, using=self.using, **consumer.queue_options)
-        self.worker_id = background.register_worker(list(self.consumers), self.using)
+                queue = create_queue(name, using=self.using, **consumer.queue_options)
+            leases.append(queue.lock_duration)
+        self._skew_leases = leases
+        skew = clockskew.check_at_start(self.using, leases)
+        logger.info("clock: %s", clockskew.describe(skew))
+        self.worker_id = background.register_worker(list(self.consumers), self.using, skew)
+
+    def _gauges(self) -> dict[str, int | None]:
+        """What the heartbeat records beside ``in_flight`` (runs in the heartbeat thread)."""
+        skew = clockskew.measure_ms(self.using)
+        if abs(skew) > clockskew.bound_s(self._skew_leases) * 1000:
+            logger.warning("clock: %s; fix NTP on this host", clockskew.describe(skew))
+        return {"claimed": self.claimed, "failed": self.pool.failed, "clock_skew_ms": skew}
 
     def _finish(self) -> None:
         # Each step may meet a database fault; what it could not hand back returns
@@ -189,7 +206,11 @@ class Worker:
             t.stop()
         if self.worker_id is not None:
             wid = self.worker_id
-            self._safely(lambda: background.mark_stopped(wid, self.using))
+            self._safely(
+                lambda: background.mark_stopped(
+                    wid, self.using, claimed=self.claimed, failed=self.pool.failed
+                )
+            )
         logger.info("worker %s stopped (%s)", self.worker_id, self.stop_reason or "done")
         self._close_connection()
 
@@ -359,6 +380,8 @@ class Worker:
 
     def _expire_timeouts(self) -> None:
         for d in self.pool.expire(time.monotonic()):
+            with self.pool.lock:
+                self.pool.failed += 1
             self._abandon(d, f"TimeoutError: handler ran longer than its timeout of {d.timeout}s")
 
     def _abandon(self, d: Delivery, error: str) -> None:

@@ -115,7 +115,7 @@ def build_schema(request: Request | None = None) -> dict[str, Any]:
     with patched_settings(
         {
             "TITLE": "django-mqlite HTTP API",
-            "DESCRIPTION": "The project's database as a message queue (SPEC §8).",
+            "DESCRIPTION": "The project's database as a message queue.",
             "VERSION": "1",
             "COMPONENT_SPLIT_REQUEST": True,
         }

@@ -65,6 +65,10 @@ class Dialect:
         when writes are serialized anyway."""
         return None
 
+    def clock_ms_sql(self) -> str:
+        """A query returning the database server's wall clock, in ms since the epoch."""
+        raise NotImplementedError
+
     def notify_sql(self) -> str | None:
         """A statement that wakes listeners of a queue on commit (one %s: queue name)."""
         return None

@@ -35,5 +35,8 @@ class PostgreSQLDialect(Dialect):
     def lock_group_sql(self) -> str:
         return "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))"
 
+    def clock_ms_sql(self) -> str:
+        return "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint"
+
     def notify_sql(self) -> str:
         return "SELECT pg_notify('mqlite', %s)"

@@ -24,3 +24,7 @@ class SQLiteDialect(Dialect):
 
     def greatest_sql(self, a: str, b: str) -> str:
         return f"max({a}, {b})"
+
+    def clock_ms_sql(self) -> str:
+        # SQLite runs in this process: its clock is this host's (the skew is ~0).
+        return "SELECT CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"

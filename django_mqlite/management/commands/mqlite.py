@@ -80,6 +80,11 @@ class Command(BaseCommand):
             help="fail if the oldest active message is older than this many seconds",
         )
         p.add_argument("--min-workers", type=int, default=1, help="live workers needed (1)")
+        p.add_argument(
+            "--worker",
+            default=None,
+            help="also require this worker to be alive: self (this host's), an id, or HOST:PID",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         options.setdefault("interactive", True)

@@ -10,7 +10,8 @@ from typing import Any
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from ...discovery import autodiscover
+from ...consumers import registry
+from ...discovery import autodiscover, nothing_to_serve
 from ...exceptions import MQLiteError
 from ...worker import Worker
 
@@ -78,6 +79,8 @@ class Command(BaseCommand):
         if options["verbosity"] >= 1:
             _log_to_stderr(logging.DEBUG if options["verbosity"] >= 2 else logging.INFO)
         autodiscover()
+        if not registry.queues():
+            raise CommandError(nothing_to_serve())
         try:
             worker = Worker(
                 options["queues"],

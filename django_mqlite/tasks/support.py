@@ -1,0 +1,48 @@
+"""Which Django versions the Tasks backend runs on, and what is missing when it cannot.
+
+The backend needs a Tasks framework that passes ``@task(max_attempts=..., backoff=...,
+timeout=...)`` through to the backend's task class: ``django.tasks`` on Django 6.1+, or
+the ``django-tasks`` backport on Django 5.2. Django 6.0's ``django.tasks`` takes no extra
+``@task`` keywords, so it is not supported. Used by the system checks and by
+``runworker`` to say why it serves no task; imports nothing of the framework itself.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+import django
+from django.conf import settings
+
+INSTALL_HINT = 'pip install "django-mqlite[tasks]"'
+
+
+def mqlite_task_aliases() -> list[str]:
+    """Aliases of ``TASKS`` whose ``BACKEND`` is one of django-mqlite's."""
+    tasks = getattr(settings, "TASKS", None) or {}
+    if not isinstance(tasks, dict):
+        return []
+    return [
+        alias
+        for alias, conf in tasks.items()
+        if isinstance(conf, dict) and str(conf.get("BACKEND", "")).startswith("django_mqlite.")
+    ]
+
+
+def framework_problem() -> str | None:
+    """Why this Django cannot run django-mqlite's Tasks backend, or None when it can."""
+    version = django.VERSION[:2]
+    if version >= (6, 1):
+        return None
+    if version >= (6, 0):
+        return (
+            f"Django {django.get_version()}'s django.tasks cannot pass @task options "
+            "(max_attempts, backoff, timeout) to a backend; django-mqlite's Tasks backend "
+            "needs Django 6.1 or newer, or Django 5.2 with the django-tasks backport"
+        )
+    if importlib.util.find_spec("django_tasks") is None:
+        return (
+            f"Django {django.get_version()} has no Tasks framework and the django-tasks "
+            f"backport is not installed ({INSTALL_HINT})"
+        )
+    return None

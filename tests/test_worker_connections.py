@@ -1,0 +1,40 @@
+"""How many database connections one worker holds (docs/operations.md states it)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.db import connection
+
+import django_mqlite as mq
+
+from .procs import wait_for
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def connections_to_this_database() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND pid <> pg_backend_pid()"
+        )
+        return int(cursor.fetchone()[0])
+
+
+def test_a_worker_holds_concurrency_plus_four(workers: Any, vendor: str) -> None:
+    """Handler threads (each opens one when it first touches the database), the claim
+    loop, the heartbeat, the reaper and the LISTEN connection."""
+    if vendor != "postgresql":
+        pytest.skip("connection counting is a PostgreSQL concern")
+    mq.create_queue("work", max_delivery_count=1)
+    mq.create_queue("slow")
+    before = connections_to_this_database()
+    proc = workers.start("--concurrency", "3")
+    # Three failing handlers at once: each thread settles its own failure.
+    mq.send_batch("work", [mq.OutMessage({"sleep": 0.5, "fail": True}) for _ in range(3)])
+    wait_for(lambda: mq.stats("work").counts["dead_lettered"] == 3, what="three failures")
+    assert connections_to_this_database() - before == 3 + 4
+    workers.stop(proc)
+    wait_for(lambda: connections_to_this_database() == before, what="connections closed")
