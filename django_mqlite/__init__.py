@@ -9,6 +9,7 @@ from __future__ import annotations
 from .consumers import consumer
 from .engine import clock
 from .engine.claim import receive, receive_deferred
+from .engine.history import history
 from .engine.inspect import peek, stats
 from .engine.maintenance import reap
 from .engine.queues import create_queue, delete_queue, get_queue, list_queues
@@ -68,6 +69,7 @@ __all__ = [
     "defer",
     "delete_queue",
     "get_queue",
+    "history",
     "list_queues",
     "once",
     "peek",
