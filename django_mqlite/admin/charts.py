@@ -19,6 +19,8 @@ from typing import Any
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
+from ..engine.history import FAILED_TOTALS
+
 #: Series colours: admin CSS variables, with the default theme's values as fallback.
 COLOURS = {
     "sent": "var(--body-quiet-color, #666)",
@@ -31,8 +33,6 @@ COLOURS = {
     "dead_lettered": "var(--error-fg, #ba2121)",
 }
 DEPTH_STATES = ("active", "locked", "scheduled", "deferred", "dead_lettered")
-#: What counts as a failed delivery: reported (abandoned, rejected) or noticed (reclaimed).
-FAILURES = ("abandoned", "reclaimed", "rejected")
 _ids = itertools.count(1)
 
 
@@ -45,7 +45,7 @@ class Series:
 
 
 def failed(bucket: dict[str, Any]) -> int:
-    return sum(int(bucket[n]) for n in FAILURES)
+    return sum(int(bucket[n]) for n in FAILED_TOTALS)
 
 
 def group(buckets: Sequence[dict[str, Any]], columns: int) -> tuple[int, list[dict[str, Any]]]:

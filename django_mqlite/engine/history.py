@@ -39,6 +39,9 @@ from .types import TOTAL_NAMES, State
 MINUTE_MS = 60_000
 #: The longest window ``history()`` accepts when the retention is shorter (a week).
 MAX_MINUTES = 7 * 24 * 60
+#: The totals that count failed deliveries: reported (abandoned, rejected) or noticed
+#: (reclaimed: the lease ran out). Charts and ``mqlite top`` show their sum as "failed".
+FAILED_TOTALS = ("abandoned", "reclaimed", "rejected")
 DEPTH_COLUMNS = tuple(f"depth_{s.value}" for s in State)
 _COLUMNS = ("queue_id", "minute", "sampled_at", *TOTAL_NAMES, *DEPTH_COLUMNS)
 # Rows per INSERT: few enough parameters for any SQLite build (999).
