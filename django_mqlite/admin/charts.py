@@ -107,6 +107,8 @@ def chart(
     pad_top, pad_bottom = (2, 2) if small else (14, 16)
     plot_h = height - pad_top - pad_bottom
     top = max([v for s in series for v in s.values if v is not None] + [1])
+    if small:
+        top *= 1.2  # headroom: a line at the bars' height stays visible
     col = width / n
 
     def y(v: float) -> float:
