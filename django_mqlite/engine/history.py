@@ -112,6 +112,16 @@ def sample(alias: str) -> int:
     return written
 
 
+def trim_due(alias: str) -> bool:
+    """Whether any sample is past the retention: a read, so a reaper pass with nothing to
+    trim takes no write lock for it."""
+    cursor, _ = core.ctx(alias)
+    cursor.execute(
+        "SELECT 1 FROM mqlite_history WHERE minute < %s LIMIT 1", [now_ms() - retention_ms()]
+    )
+    return cursor.fetchone() is not None
+
+
 def trim_step(cursor: CursorWrapper, dialect: Dialect, now: int) -> int:
     """Delete one chunk of samples older than ``HISTORY_RETENTION`` (a reaper step)."""
     cursor.execute(

@@ -328,5 +328,6 @@ def reap(*, using: str | None = None) -> dict[str, int]:
     out["results_pruned"] = result_retention(alias)
     out["workers_pruned"] = prune_workers(alias)
     out["history_sampled"] = sampled
-    out["history_trimmed"] = _repeat(alias, history.trim_step)
+    trim = history.trim_due(alias)
+    out["history_trimmed"] = _repeat(alias, history.trim_step) if trim else 0
     return out
