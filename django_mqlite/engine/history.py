@@ -233,7 +233,7 @@ def _buckets(
     for minute, *values in rows:
         sample = (
             tuple(int(v) for v in values[:n]),
-            dict(zip([s.value for s in State], values[n:], strict=True)),
+            {s.value: int(v) for s, v in zip(State, values[n:], strict=True)},
         )
         if minute < first:
             prev = sample[0]
@@ -247,11 +247,8 @@ def _buckets(
         if end is not None:
             totals, bucket["depth"] = end
             if prev is not None:
-                bucket.update(
-                    zip(
-                        TOTAL_NAMES, (a - b for a, b in zip(totals, prev, strict=True)), strict=True
-                    )
-                )
+                for name, now, before in zip(TOTAL_NAMES, totals, prev, strict=True):
+                    bucket[name] = now - before
             prev = totals
         out.append(bucket)
     return out
