@@ -42,7 +42,8 @@ MAX_MINUTES = 7 * 24 * 60
 #: The totals that count failed deliveries: reported (abandoned, rejected) or noticed
 #: (reclaimed: the lease ran out). Charts and ``mqlite top`` show their sum as "failed".
 FAILED_TOTALS = ("abandoned", "reclaimed", "rejected")
-DEPTH_COLUMNS = tuple(f"depth_{s.value}" for s in State)
+STATE_NAMES = tuple(s.value for s in State)
+DEPTH_COLUMNS = tuple(f"depth_{s}" for s in STATE_NAMES)
 _COLUMNS = ("queue_id", "minute", "sampled_at", *TOTAL_NAMES, *DEPTH_COLUMNS)
 # Rows per INSERT: few enough parameters for any SQLite build (999).
 _INSERT_ROWS = 40
@@ -94,7 +95,7 @@ def sample(alias: str) -> int:
         params: list[Any] = []
         for queue_id in part:
             params += [queue_id, minute, sampled_at, *totals[queue_id]]
-            params += [depth[queue_id][s.value] for s in State]
+            params += [depth[queue_id][s] for s in STATE_NAMES]
         row = f"({core.placeholders(len(_COLUMNS))})"
         try:
             with transaction.atomic(using=alias):
@@ -150,7 +151,7 @@ def live_totals(cursor: CursorWrapper, queue_ids: Sequence[int]) -> dict[int, tu
 
 def live_depth(cursor: CursorWrapper, queue_ids: Sequence[int]) -> dict[int, dict[str, int]]:
     """Each queue's messages per state now (exact counts, zeros included)."""
-    out = {q: {s.value: 0 for s in State} for q in queue_ids}
+    out = {q: dict.fromkeys(STATE_NAMES, 0) for q in queue_ids}
     for part in core.chunks(list(queue_ids), _IN_CHUNK):
         cursor.execute(
             "SELECT queue_id, state, count(*) FROM mqlite_message "
@@ -233,7 +234,7 @@ def _buckets(
     for minute, *values in rows:
         sample = (
             tuple(int(v) for v in values[:n]),
-            {s.value: int(v) for s, v in zip(State, values[n:], strict=True)},
+            dict(zip(STATE_NAMES, map(int, values[n:]), strict=True)),
         )
         if minute < first:
             prev = sample[0]
