@@ -20,6 +20,7 @@ from .. import history, stats
 from ..engine.history import history_of
 from ..engine.queues import QUEUE_OPTIONS
 from ..engine.types import State
+from ..exceptions import QueueNotFoundError
 from ..models import Queue
 from . import actions, charts, format
 from .base import ReadOnlyAdmin
@@ -155,7 +156,10 @@ class QueueAdmin(ReadOnlyAdmin):
     @admin.display(description="last hour")
     def throughput(self, obj: Queue) -> SafeString:
         # Stored samples plus the live totals; no message is counted for this column.
-        buckets = history_of([obj.name], minutes=60, depth=False)[obj.name]
+        try:
+            buckets = history_of([obj.name], minutes=60, depth=False)[obj.name]
+        except QueueNotFoundError:  # deleted since the page's list was read
+            return SafeString("")
         return charts.sparkline(obj.name, buckets)
 
     def change_view(
@@ -174,7 +178,11 @@ class QueueAdmin(ReadOnlyAdmin):
 
         def section() -> SafeString:  # called by the template, after the permission checks
             obj = self.get_object(request, unquote(object_id))
-            if obj is None:
+            try:
+                buckets = history(obj.name, minutes=minutes) if obj is not None else []
+            except QueueNotFoundError:  # deleted since the page was asked for
+                buckets = []
+            if obj is None or not buckets:
                 return SafeString("")
             links = format_html_join(
                 " · ",
@@ -187,7 +195,7 @@ class QueueAdmin(ReadOnlyAdmin):
             return format_html(
                 '<p class="mq-history-windows">Window: {}</p>{}',
                 links,
-                charts.queue_charts(obj.name, history(obj.name, minutes=minutes)),
+                charts.queue_charts(obj.name, buckets),
             )
 
         context = {**(extra_context or {}), "mq_history": section}
