@@ -158,14 +158,9 @@ def delete_queue(name: str, *, force: bool = False, using: str | None = None) ->
             raise QueueNotEmptyError(
                 f"queue {name!r} still holds live messages; pass force=True to delete it"
             )
-        for table in (
-            "mqlite_message",
-            "mqlite_attempt",
-            "mqlite_dedup",
-            "mqlite_totals",
-            "mqlite_history",
-        ):
+        for table in ("mqlite_message", "mqlite_attempt", "mqlite_dedup", "mqlite_totals"):
             cursor.execute(f"DELETE FROM {table} WHERE queue_id = %s", [q.id])
+        cursor.execute("DELETE FROM mqlite_history WHERE queue_id = %s", [q.id])
         cursor.execute("DELETE FROM mqlite_queue WHERE id = %s", [q.id])
 
 
