@@ -194,3 +194,13 @@ def test_send_claim_and_settle_never_touch_history(q: str) -> None:
         mq.complete_batch(q, [(d.seq, d.lock_token or "")])
     sqls = [x["sql"] for x in ctx.captured_queries]
     assert sqls and not [s for s in sqls if "mqlite_history" in s]
+
+
+def test_the_history_table_has_a_column_per_total_and_state() -> None:
+    """A new lifetime total or state needs a history column (and a migration) too."""
+    from django_mqlite.engine import history
+    from django_mqlite.models import QueueHistory
+
+    columns = {f.column for f in QueueHistory._meta.fields}
+    assert {*history.DEPTH_COLUMNS, *history.TOTAL_NAMES} <= columns
+    assert len(history.DEPTH_COLUMNS) == len(mq.State)
