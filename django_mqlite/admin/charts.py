@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.utils.html import format_html, format_html_join
-from django.utils.safestring import SafeString, mark_safe
+from django.utils.safestring import SafeString
 
 from ..engine.history import FAILED_TOTALS
 
@@ -92,6 +92,100 @@ def describe(series: Sequence[Series], starts: Sequence[dt.datetime], size: int)
     return "; ".join(parts) + "."
 
 
+@dataclass(frozen=True)
+class _Frame:
+    """Where things go: ``n`` columns across ``width``, values up to ``top`` upwards."""
+
+    width: int
+    height: int
+    n: int
+    top: float
+    pad_top: int
+    pad_bottom: int
+
+    @property
+    def col(self) -> float:
+        return self.width / self.n
+
+    @property
+    def base(self) -> float:
+        return self.height - self.pad_bottom
+
+    def y(self, v: float) -> float:
+        return self.base - (self.base - self.pad_top) * v / self.top
+
+
+def _bars(f: _Frame, bars: Sequence[Series], starts: Sequence[dt.datetime]) -> list[SafeString]:
+    """Side by side within a column; each bar has a tooltip with its minute and value."""
+    out = []
+    w = f.col / max(1, len(bars))
+    for k, s in enumerate(bars):
+        for i, v in enumerate(s.values):
+            if v:
+                out.append(
+                    format_html(
+                        '<rect x="{}" y="{}" width="{}" height="{}" '
+                        'style="fill: {}"><title>{}: {}</title></rect>',
+                        f"{i * f.col + k * w:.2f}",
+                        f"{f.y(v):.2f}",
+                        f"{max(w - (0.5 if w > 2 else 0), 0.5):.2f}",
+                        f"{f.base - f.y(v):.2f}",
+                        COLOURS.get(s.name, "currentColor"),
+                        _stamp(starts[i]),
+                        f"{v:,.0f}",
+                    )
+                )
+    return out
+
+
+def _lines(f: _Frame, lines: Sequence[Series]) -> list[SafeString]:
+    """A run of known values is one polyline; a gap (no sample) breaks the line."""
+    out = []
+    for s in lines:
+        runs: list[list[str]] = [[]]
+        for i, v in enumerate(s.values):
+            if v is None:
+                runs.append([])
+            else:
+                runs[-1].append(f"{i * f.col + f.col / 2:.2f},{f.y(v):.2f}")
+        out += [
+            format_html(
+                '<polyline points="{}" style="fill: none; stroke: {}; stroke-width: 1.5" '
+                'data-series="{}"/>',
+                " ".join(run),
+                COLOURS.get(s.name, "currentColor"),
+                s.name,
+            )
+            for run in runs
+            if run
+        ]
+    return out
+
+
+def _axes(f: _Frame, starts: Sequence[dt.datetime]) -> SafeString:
+    """The baseline, and (on large charts) the top value and the first and last minute."""
+    line = format_html(
+        '<line x1="0" x2="{}" y1="{}" y2="{}" style="stroke: var(--hairline-color, #ccc)"/>',
+        f.width,
+        f.base,
+        f.base,
+    )
+    if f.pad_bottom < 10 or not starts:
+        return line
+    return format_html(
+        '{}<text x="2" y="10" class="mq-chart-max">{}</text>'
+        '<text x="2" y="{}" class="mq-chart-from">{}</text>'
+        '<text x="{}" y="{}" text-anchor="end" class="mq-chart-to">{}</text>',
+        line,
+        f"{f.top:,.0f}",
+        f.height - 3,
+        _stamp(starts[0]),
+        f.width - 2,
+        f.height - 3,
+        _stamp(starts[-1]),
+    )
+
+
 def chart(
     series: Sequence[Series],
     starts: Sequence[dt.datetime],
@@ -103,75 +197,23 @@ def chart(
     small: bool = False,
 ) -> SafeString:
     """One SVG chart of ``series`` over the columns starting at ``starts``."""
-    n = max(1, len(starts))
-    pad_top, pad_bottom = (2, 2) if small else (14, 16)
-    plot_h = height - pad_top - pad_bottom
     top = max([v for s in series for v in s.values if v is not None] + [1])
-    if small:
-        top *= 1.2  # headroom: a line at the bars' height stays visible
-    col = width / n
-
-    def y(v: float) -> float:
-        return pad_top + plot_h - plot_h * v / top
-
-    shapes = []
-    bars = [s for s in series if s.kind == "bar"]
-    for k, s in enumerate(bars):
-        w = col / len(bars)
-        for i, v in enumerate(s.values):
-            if v:
-                shapes.append(
-                    format_html(
-                        '<rect x="{}" y="{}" width="{}" height="{}" '
-                        'style="fill: {}"><title>{}: {}</title></rect>',
-                        f"{i * col + k * w:.2f}",
-                        f"{y(v):.2f}",
-                        f"{max(w - (0.5 if w > 2 else 0), 0.5):.2f}",
-                        f"{pad_top + plot_h - y(v):.2f}",
-                        mark_safe(COLOURS.get(s.name, "currentColor")),  # noqa: S308 (constant)
-                        _stamp(starts[i]),
-                        f"{v:,.0f}",
-                    )
-                )
-    for s in (s for s in series if s.kind == "line"):
-        # A run of known values is one polyline; a gap (no sample) breaks the line.
-        runs: list[list[str]] = [[]]
-        for i, v in enumerate(s.values):
-            if v is None:
-                runs.append([])
-            else:
-                runs[-1].append(f"{i * col + col / 2:.2f},{y(v):.2f}")
-        for run in (r for r in runs if r):
-            shapes.append(
-                format_html(
-                    '<polyline points="{}" style="fill: none; stroke: {}; stroke-width: 1.5" '
-                    'data-series="{}"/>',
-                    " ".join(run),
-                    mark_safe(COLOURS.get(s.name, "currentColor")),  # noqa: S308 (constant)
-                    s.name,
-                )
-            )
-    labels: SafeString = mark_safe("")
-    if not small and starts:
-        labels = format_html(
-            '<text x="2" y="10" class="mq-chart-max">{}</text>'
-            '<text x="2" y="{}" class="mq-chart-from">{}</text>'
-            '<text x="{}" y="{}" text-anchor="end" class="mq-chart-to">{}</text>',
-            f"{top:,.0f}",
-            height - 3,
-            _stamp(starts[0]),
-            width - 2,
-            height - 3,
-            _stamp(starts[-1]),
-        )
+    f = _Frame(
+        width=width,
+        height=height,
+        n=max(1, len(starts)),
+        top=top * 1.2 if small else top,  # headroom: a line level with the bars stays visible
+        pad_top=2 if small else 14,
+        pad_bottom=2 if small else 16,
+    )
+    shapes = _bars(f, [s for s in series if s.kind == "bar"], starts)
+    shapes += _lines(f, [s for s in series if s.kind == "line"])
     uid = f"mq-chart-{next(_ids)}"
     return format_html(
         '<svg class="mq-chart{}" role="img" aria-labelledby="{}-title {}-desc" '
         'viewBox="0 0 {} {}" width="{}" height="{}" xmlns="http://www.w3.org/2000/svg" '
         'data-series="{}" style="font: 10px sans-serif; fill: var(--body-quiet-color, #666)">'
-        '<title id="{}-title">{}</title><desc id="{}-desc">{}</desc>'
-        '<line x1="0" x2="{}" y1="{}" y2="{}" style="stroke: var(--hairline-color, #ccc)"/>'
-        "{}{}</svg>",
+        '<title id="{}-title">{}</title><desc id="{}-desc">{}</desc>{}{}</svg>',
         " mq-chart-small" if small else "",
         uid,
         uid,
@@ -184,11 +226,8 @@ def chart(
         title,
         uid,
         describe(series, starts, size),
-        width,
-        pad_top + plot_h,
-        pad_top + plot_h,
-        format_html_join("", "{}", ((s,) for s in shapes)),
-        labels,
+        _axes(f, starts),
+        format_html_join("", "{}", ((shape,) for shape in shapes)),
     )
 
 
@@ -198,7 +237,7 @@ def legend(names: Sequence[str]) -> SafeString:
         format_html_join(
             " ",
             '<span><span aria-hidden="true" style="color: {}">&#9632;</span> {}</span>',
-            ((mark_safe(COLOURS.get(n, "currentColor")), n.replace("_", " ")) for n in names),  # noqa: S308
+            ((COLOURS.get(n, "currentColor"), n.replace("_", " ")) for n in names),
         ),
     )
 
