@@ -10,6 +10,7 @@ from .consumers import consumer
 from .engine import clock
 from .engine.aio import apeek, areceive, asend, asend_batch, astats
 from .engine.claim import receive, receive_deferred
+from .engine.history import history
 from .engine.inspect import peek, stats
 from .engine.maintenance import reap
 from .engine.queues import create_queue, delete_queue, get_queue, list_queues
@@ -74,6 +75,7 @@ __all__ = [
     "defer",
     "delete_queue",
     "get_queue",
+    "history",
     "list_queues",
     "once",
     "peek",

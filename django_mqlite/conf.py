@@ -37,6 +37,8 @@ DEFAULTS: dict[str, Any] = {
     "MAX_CLOCK_SKEW": None,
     # Seconds a stopped or silent worker's row is kept (for the admin) before pruning.
     "WORKER_RETENTION": 86400.0,
+    # Seconds the per-minute history (``mq.history``) is kept; 0 turns sampling off.
+    "HISTORY_RETENTION": 7 * 86400,
     # Consumer retries: delay = min(CAP, BASE * 2 ** (attempt - 1)) seconds, half of it
     # fixed and half random jitter.
     "RETRY_BACKOFF_BASE": 1.0,

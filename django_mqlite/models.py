@@ -231,6 +231,48 @@ class QueueTotals(models.Model):
         return f"{self.queue_id}/{self.shard}"
 
 
+class QueueHistory(models.Model):
+    """One sample of a queue per minute, written by the reaper, never by send, claim or
+    settle: the lifetime totals and the depth per state at the end of ``minute`` (epoch
+    milliseconds of the minute's start). ``mq.history()`` turns consecutive samples into
+    per-minute counts; see ``engine/history.py``."""
+
+    queue = models.ForeignKey(Queue, on_delete=models.CASCADE, db_index=False, related_name="+")
+    minute = models.BigIntegerField()
+    sampled_at = models.BigIntegerField()
+    enqueued = models.BigIntegerField(default=0)
+    delivered = models.BigIntegerField(default=0)
+    completed = models.BigIntegerField(default=0)
+    abandoned = models.BigIntegerField(default=0)
+    reclaimed = models.BigIntegerField(default=0)
+    retried = models.BigIntegerField(default=0)
+    exhausted = models.BigIntegerField(default=0)
+    rejected = models.BigIntegerField(default=0)
+    expired = models.BigIntegerField(default=0)
+    dead_lettered = models.BigIntegerField(default=0)
+    redriven = models.BigIntegerField(default=0)
+    purged = models.BigIntegerField(default=0)
+    depth_active = models.BigIntegerField(default=0)
+    depth_locked = models.BigIntegerField(default=0)
+    depth_deferred = models.BigIntegerField(default=0)
+    depth_scheduled = models.BigIntegerField(default=0)
+    depth_completed = models.BigIntegerField(default=0)
+    depth_dead_lettered = models.BigIntegerField(default=0)
+
+    class Meta:
+        db_table = "mqlite_history"
+        verbose_name_plural = "queue histories"
+        constraints = [
+            # One sample per queue and minute, however many reapers race to write it.
+            models.UniqueConstraint(fields=["queue", "minute"], name="mqlite_history_key")
+        ]
+        # Retention trims by age across all queues.
+        indexes = [models.Index(fields=["minute"], name="mqlite_history_minute")]
+
+    def __str__(self) -> str:
+        return f"{self.queue_id}@{self.minute}"
+
+
 class Worker(models.Model):
     host = models.CharField(max_length=255)
     pid = models.IntegerField()

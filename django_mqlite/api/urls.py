@@ -5,8 +5,8 @@ from __future__ import annotations
 from django.db import transaction
 from django.urls import path, re_path
 
+from .views import history, ops, queues
 from .views import messages as m
-from .views import ops, queues
 
 app_name = "mqlite-api"
 
@@ -14,6 +14,7 @@ urlpatterns = [
     path("queues/", queues.QueueListView.as_view(), name="queues"),
     path("queues/<str:name>/", queues.QueueDetailView.as_view(), name="queue"),
     path("queues/<str:name>/stats/", queues.QueueStatsView.as_view(), name="queue-stats"),
+    path("queues/<str:name>/history/", history.QueueHistoryView.as_view(), name="queue-history"),
     path("queues/<str:name>/messages/", m.MessagesView.as_view(), name="messages"),
     path("queues/<str:name>/messages/<int:seq>/", m.MessageView.as_view(), name="message"),
     path(

@@ -13,7 +13,7 @@ from django.db import transaction
 from django.db.backends.utils import CursorWrapper
 
 from ..conf import mqlite_settings
-from . import core
+from . import core, history
 from .clock import now_ms
 from .dialects import Dialect
 from .redrive import delete_rows, forward_by_queue
@@ -316,6 +316,9 @@ def result_retention(alias: str) -> int:
 def reap(*, using: str | None = None) -> dict[str, int]:
     """Run every maintenance pass once; returns counts by pass."""
     alias = core.alias_of(using)
+    # Sampling first: a minute's sample shows the queue as the minute ended, before this
+    # pass's own changes (which belong to the new minute).
+    sampled = history.sample(alias)
     out = {
         "expired_locks": expire_locks(alias),
         "stale_worker_locks": reclaim_stale_workers(alias),
@@ -327,4 +330,7 @@ def reap(*, using: str | None = None) -> dict[str, int]:
     out["dlq_trimmed"] = dlq_retention(alias)
     out["results_pruned"] = result_retention(alias)
     out["workers_pruned"] = prune_workers(alias)
+    out["history_sampled"] = sampled
+    trim = history.trim_due(alias)
+    out["history_trimmed"] = _repeat(alias, history.trim_step) if trim else 0
     return out

@@ -181,6 +181,7 @@ def delete_queue(name: str, *, force: bool = False, using: str | None = None) ->
             )
         for table in ("mqlite_message", "mqlite_attempt", "mqlite_dedup", "mqlite_totals"):
             cursor.execute(f"DELETE FROM {table} WHERE queue_id = %s", [q.id])
+        cursor.execute("DELETE FROM mqlite_history WHERE queue_id = %s", [q.id])
         cursor.execute("DELETE FROM mqlite_queue WHERE id = %s", [q.id])
 
 

@@ -165,3 +165,77 @@ def test_dead_letter_detail_in_the_browser(page: Any) -> None:
     page.wait_for_url(f"**/deadletter/{seq}/change/")
     assert "ValueError: nope" in page.inner_text("pre.mqlite-traceback")
     assert '"order": 7' in page.inner_text(".mqlite-body pre")
+
+
+def _an_hour_of_traffic(clock: Any) -> None:
+    """Sixty sampled minutes: a morning rush on orders, a steady trickle of emails, and a
+    few failures."""
+    import math
+
+    mq.create_queue("orders", max_delivery_count=3)
+    mq.create_queue("emails")
+    for minute in range(60):
+        rush = int(20 + 18 * math.sin(minute / 9))
+        mq.send_batch("orders", [mq.OutMessage({"order": minute})] * rush)
+        mq.send_batch("emails", [mq.OutMessage("hello")] * 4)
+        done = mq.receive("orders", max_messages=max(1, rush - 3 + minute % 7))
+        for i, m in enumerate(done):
+            if i % 11 == 5:
+                m.abandon()
+            else:
+                m.complete()
+        for m in mq.receive("emails", max_messages=4):
+            m.complete()
+        clock.advance(60)
+        mq.reap()
+
+
+def test_history_charts_in_the_browser(page: Any) -> None:
+    import datetime as dt
+    import re
+
+    User.objects.create_superuser("ops", "ops@example.com", "s3cret-pass")
+    # The clock is frozen for every thread, the live server's included.
+    with mq.clock.frozen(dt.datetime(2026, 3, 2, 8, 0, tzinfo=dt.UTC)) as clock:
+        _an_hour_of_traffic(clock)
+        page.goto("/admin/login/?next=/admin/django_mqlite/queue/")
+        page.fill("#id_username", "ops")
+        page.fill("#id_password", "s3cret-pass")
+        page.click('input[type="submit"]')
+        page.wait_for_url("**/admin/django_mqlite/queue/")
+
+        # The queue list: one small chart per queue, named by its text alternative.
+        small = page.locator("svg.mq-chart.mq-chart-small")
+        assert small.count() == 2
+        chart = page.get_by_role("img", name=re.compile(r"^orders: messages sent and completed"))
+        box = chart.bounding_box()
+        assert box is not None and box["width"] >= 100 and box["height"] >= 20
+        assert chart.locator("rect").count() >= 55  # a bar for (almost) every minute
+        _screenshot(page, "admin-queues-history.png")
+
+        # The queue's page: completed, failed and depth, larger.
+        page.click("text=orders")
+        page.wait_for_url("**/queue/*/change/")
+        charts = page.locator("svg.mq-chart")
+        assert charts.count() == 3
+        for name in ("completed", "failed deliveries", "messages by state"):
+            img = page.get_by_role("img", name=re.compile(f"^orders: {name}, last 60 minutes"))
+            box = img.bounding_box()
+            assert box is not None and box["width"] >= 600 and box["height"] >= 100
+        depth = page.get_by_role("img", name=re.compile("^orders: messages by state"))
+        assert depth.locator("polyline").count() >= 1
+        desc = page.locator("svg.mq-chart desc").first.text_content() or ""
+        assert re.match(r"completed: [\d,]+ in total, at most \d+ per minute", desc)
+        where = os.environ.get("MQLITE_ADMIN_SCREENSHOTS")
+        if where:  # just the charts: the rest of the page is in the other screenshots
+            Path(where).mkdir(parents=True, exist_ok=True)
+            page.locator("fieldset.mq-history").screenshot(
+                path=str(Path(where) / "admin-queue-history.png")
+            )
+
+        # Another window.
+        page.click("text=24 hours")
+        page.wait_for_url("**/change/?minutes=1440")
+        assert page.get_by_role(
+            "img", name=re.compile("^orders: completed, last 1,440 minutes, per 6 minutes")
+        ).is_visible()

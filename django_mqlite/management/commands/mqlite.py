@@ -8,22 +8,24 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from ... import cli
+from ... import cli, top
 from ...engine.types import State
 from ...exceptions import MQLiteError
 
 
 class Command(BaseCommand):
-    help = "Operate the queues: queues, create-queue, stats, peek, send, redrive, purge, health."
+    help = (
+        "Operate the queues: queues, create-queue, stats, top, peek, send, redrive, purge, health."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="subcommand", required=True, metavar="SUBCOMMAND")
 
-        def add(name: str, help: str) -> argparse.ArgumentParser:
+        def add(name: str, help: str, module: Any = cli) -> argparse.ArgumentParser:
             p = sub.add_parser(name, help=help, description=help)
             p.add_argument("--json", action="store_true", help="machine-readable output")
             p.add_argument("--database", default=None, help="database alias of the queues")
-            p.set_defaults(run=getattr(cli, name.replace("-", "_")))
+            p.set_defaults(run=getattr(module, name.replace("-", "_")))
             return p
 
         add("queues", "list the queues with their settings and depth")
@@ -40,6 +42,12 @@ class Command(BaseCommand):
         p.add_argument("--watch", action="store_true", help="refresh until interrupted")
         p.add_argument("--interval", type=_positive, default=2.0, help="seconds between refreshes")
         p.add_argument("--iterations", type=int, default=0, help="with --watch: stop after N")
+
+        p = add("top", "live view of every queue: depth, rates, the last minutes", top)
+        p.add_argument("--interval", type=_positive, default=2.0, help="seconds between refreshes")
+        p.add_argument(
+            "--iterations", type=_count, default=0, help="stop after N refreshes (0: never)"
+        )
 
         p = add("peek", "look at messages without locking them")
         p.add_argument("queue")
@@ -99,3 +107,10 @@ def _positive(value: str) -> float:
     if not x > 0:
         raise argparse.ArgumentTypeError(f"must be a positive number, not {value}")
     return x
+
+
+def _count(value: str) -> int:
+    n = int(value)
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
+    return n
