@@ -9,6 +9,7 @@ from __future__ import annotations
 from .consumers import consumer
 from .engine import clock
 from .engine.claim import receive, receive_deferred
+from .engine.control import pause_queue, resume_queue
 from .engine.inspect import peek, stats
 from .engine.maintenance import reap
 from .engine.queues import create_queue, delete_queue, get_queue, list_queues
@@ -70,6 +71,7 @@ __all__ = [
     "get_queue",
     "list_queues",
     "once",
+    "pause_queue",
     "peek",
     "purge",
     "reap",
@@ -79,6 +81,7 @@ __all__ = [
     "reject",
     "renew",
     "renew_batch",
+    "resume_queue",
     "send",
     "send_batch",
     "stats",
