@@ -159,7 +159,8 @@ def _receive_once(
             return []
         promote_due(cursor, dialect, q.id, now)
         delete = mode is Mode.RECEIVE_AND_DELETE
-        limit, budget = "%s", [max_messages]
+        limit: str = "%s"
+        budget: list[int] = [max_messages]
         if q.limited:
             limit, budget = limits.budget(cursor, dialect, q, now, max_messages)
         sql = _claim_statement(dialect, delete, limit)
@@ -270,7 +271,8 @@ def receive_deferred(
             return []
         now = now_ms()
         until = now + (lock_ms if lock_ms is not None else q.lock_duration_ms)
-        limit, budget = "%s", [len(wanted)]
+        limit: str = "%s"
+        budget: list[int] = [len(wanted)]
         if q.limited:
             limit, budget = limits.budget(cursor, dialect, q, now, len(wanted))
         cursor.execute(

@@ -75,12 +75,13 @@ def _tokens_sql(dialect: Dialect) -> str:
 
 def budget(
     cursor: CursorWrapper, dialect: Dialect, q: QueueRow, now: int, wanted: int
-) -> tuple[str, list[object]]:
+) -> tuple[str, list[int]]:
     """How many messages a claim of ``q`` may take: SQL for its ``LIMIT`` and the
     parameters of that SQL. Locks the queue row first where claimers run concurrently."""
     if dialect.concurrent_writers:
         cursor.execute("SELECT 1 FROM mqlite_queue WHERE id = %s FOR UPDATE", [q.id])
-    terms, params = ["%s"], [wanted]
+    terms: list[str] = ["%s"]
+    params: list[int] = [wanted]
     if q.rate_limit_milli is not None:
         terms.append(f"{_tokens_sql(dialect)} / {MICRO}")
         params.append(now)
