@@ -23,7 +23,7 @@ def main() -> None:
 
     queue, log, hold_s = sys.argv[1], sys.argv[2], float(sys.argv[3])
     rng = random.Random(os.getpid())
-    out = open(log, "a", buffering=1)  # noqa: SIM115 -- one line per write, closed at exit
+    out = open(log, "a", buffering=1)
     empty_since = time.monotonic()
     while time.monotonic() - empty_since < 3.0:
         before = time.time()
