@@ -13,6 +13,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from ...discovery import autodiscover
 from ...exceptions import MQLiteError
 from ...worker import Worker
+from ...worker.prefork import Supervisor
 
 
 def _positive_int(value: str) -> int:
@@ -73,13 +74,22 @@ class Command(BaseCommand):
             "--no-reaper", action="store_true", help="do not run the reaper inside this worker"
         )
         parser.add_argument("--database", default=None, help="database alias of the queues")
+        parser.add_argument(
+            "--processes",
+            "-p",
+            type=_positive_int,
+            default=None,
+            help="run N worker processes (each with --concurrency threads) under one "
+            "supervising parent that restarts any that die",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["verbosity"] >= 1:
             _log_to_stderr(logging.DEBUG if options["verbosity"] >= 2 else logging.INFO)
         autodiscover()
-        try:
-            worker = Worker(
+
+        def make_worker() -> Worker:
+            return Worker(
                 options["queues"],
                 concurrency=options["concurrency"],
                 burst=options["burst"],
@@ -89,7 +99,13 @@ class Command(BaseCommand):
                 reaper=not options["no_reaper"],
                 using=options["database"],
             )
-            code = worker.run()
+
+        try:
+            worker = make_worker()  # in the parent too: bad options fail here, once
+            if options["processes"] is None:
+                code = worker.run()
+            else:
+                code = Supervisor(make_worker, options["processes"], burst=options["burst"]).run()
         except (MQLiteError, ImproperlyConfigured) as exc:
             raise CommandError(str(exc)) from exc
         if code:
