@@ -42,6 +42,19 @@ class QueueCollector(Collector):
             "Age of the oldest active message (0 when none is waiting).",
             labels=["queue"],
         )
+        paused = GaugeMetricFamily(
+            "mqlite_queue_paused", "1 while the queue is paused, else 0.", labels=["queue"]
+        )
+        rate = GaugeMetricFamily(
+            "mqlite_queue_rate_limit",
+            "Claims per second allowed across all consumers (only queues with a limit).",
+            labels=["queue"],
+        )
+        in_flight = GaugeMetricFamily(
+            "mqlite_queue_max_in_flight",
+            "Messages that may be locked at once (only queues with a limit).",
+            labels=["queue"],
+        )
         totals = {
             name: CounterMetricFamily(f"mqlite_messages_{name}", text, labels=["queue"])
             for name, text in _TOTAL_HELP.items()
@@ -50,11 +63,19 @@ class QueueCollector(Collector):
             for state, count in st.counts.items():
                 depth.add_metric([name, state], count)
             age.add_metric([name], st.oldest_active_age or 0.0)
+            paused.add_metric([name], 1 if st.paused else 0)
+            if st.rate_limit is not None:
+                rate.add_metric([name], st.rate_limit)
+            if st.max_in_flight is not None:
+                in_flight.add_metric([name], st.max_in_flight)
             for total, value in st.totals.items():
                 if total in totals:
                     totals[total].add_metric([name], value)
         yield depth
         yield age
+        yield paused
+        yield rate
+        yield in_flight
         yield from totals.values()
 
 

@@ -46,8 +46,9 @@ def test_schema(api: Any, db: Any) -> None:
     assert schema["openapi"].startswith("3.")
     assert schema["servers"] == [{"url": "/mq"}]
     ops = {(p, m) for p, item in schema["paths"].items() for m in item if m != "parameters"}
-    assert len(ops) == 23
+    assert len(ops) == 25
     assert ("/queues/{name}/messages/{seq}/renew/", "post") in ops
+    assert ("/queues/{name}/pause/", "post") in ops
     for path, item in schema["paths"].items():
         for method, op in item.items():
             if path != "/healthz/":
