@@ -83,7 +83,10 @@ def test_a_killed_child_is_restarted_and_loses_nothing(workers: Any, children: s
     assert not any(_alive(pid) for pid in children)
 
 
-def test_sigterm_drains_every_child_gracefully(workers: Any, children: set[int]) -> None:
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_stop_signal_drains_every_child_gracefully(
+    workers: Any, children: set[int], signum: int
+) -> None:
     mq.create_queue("work", lock_duration=600)
     running = mq.send_batch("work", [mq.OutMessage({"sleep": 1.5}) for _ in range(2)])
     proc = workers.start("--queue", "work", "--processes", "2", "--concurrency", "1")
@@ -91,7 +94,8 @@ def test_sigterm_drains_every_child_gracefully(workers: Any, children: set[int])
     waiting = mq.send_batch("work", [mq.OutMessage({"n": n}) for n in range(3)])
     pids = {e["pid"] for e in workers.events("start")}
     children.update(pids)
-    code, _out, err = workers.stop(proc)
+    proc.send_signal(signum)  # forwarded to each child, once
+    code, _out, err = workers.finish(proc)
     assert code == 0, err
     # Both handlers that were running finished; nothing was cut short or lost.
     assert {e["seq"] for e in workers.events("done")} >= set(running)

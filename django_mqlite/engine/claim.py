@@ -5,7 +5,9 @@ inner SELECT seeks the partial index ``mqlite_msg_claim`` (active, unblocked row
 (queue, priority desc, seq) order), so its cost does not grow with the backlog. On
 PostgreSQL it adds ``FOR UPDATE SKIP LOCKED`` so concurrent claimers take different rows.
 Ordered lines need no probe here: a message behind a live predecessor is ``blocked``
-and simply is not in the index.
+and simply is not in the index. A paused queue is not claimed from at all, and a queue
+with a rate or in-flight limit gets a budget subquery in place of the LIMIT parameter
+(``limits``); a queue with neither runs exactly the statement above.
 """
 
 from __future__ import annotations
