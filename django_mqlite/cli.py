@@ -37,16 +37,12 @@ QUEUE_OPTIONS: dict[str, tuple[Callable[[str], Any], str]] = {
     "dlq_max_count": (int, "dead letters kept at most"),
     "dlq_max_bytes": (int, "bytes of dead letters kept at most"),
     "keep_results": (float, "seconds completed messages are kept"),
-    "rate_limit": (
-        cli_control.limit_type(float),
-        "claims per second across all consumers ('none' removes the limit)",
-    ),
-    "max_in_flight": (
-        cli_control.limit_type(int),
-        "messages locked at once across all consumers ('none' removes the limit)",
-    ),
+    "rate_limit": (cli_control.limit_type(float), "claims per second ('none': no limit)"),
+    "max_in_flight": (cli_control.limit_type(int), "messages locked at once ('none': no limit)"),
 }
 STATE_COLUMNS = ("active", "locked", "scheduled", "deferred", "dead_lettered")
+STATS_HEADER: tuple[str, ...] = ("queue", *STATE_COLUMNS, "completed", "oldest", "enqueued")
+STATS_HEADER += ("done", "retried", "dead", "paused")
 
 
 def table(out: OutputWrapper, header: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
@@ -156,21 +152,7 @@ def _stats_once(out: OutputWrapper, o: dict[str, Any]) -> None:
         ]
         for n, s in by_name.items()
     ]
-    table(
-        out,
-        [
-            "queue",
-            *STATE_COLUMNS,
-            "completed",
-            "oldest",
-            "enqueued",
-            "done",
-            "retried",
-            "dead",
-            "paused",
-        ],
-        rows,
-    )
+    table(out, STATS_HEADER, rows)
 
 
 def peek(out: OutputWrapper, o: dict[str, Any]) -> None:

@@ -82,12 +82,13 @@ class Supervisor:
             while any(s.pid or not s.done for s in self.slots):
                 self._reap_children()
                 self._restart_due()
-                if not any(s.pid for s in self.slots) and all(s.done for s in self.slots):
-                    break
-                time.sleep(POLL_S)
+                if any(s.pid or not s.done for s in self.slots):
+                    time.sleep(POLL_S)
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
+            for pid in self.pids():  # only after an unexpected error: never orphan a child
+                _kill(pid, signal.SIGTERM)
         logger.info("all worker processes exited (%s restarts)", self.restarts)
         return self.code
 
