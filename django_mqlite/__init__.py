@@ -10,6 +10,7 @@ from .consumers import consumer
 from .engine import clock
 from .engine.aio import apeek, areceive, asend, asend_batch, astats
 from .engine.claim import receive, receive_deferred
+from .engine.control import pause_queue, resume_queue
 from .engine.history import history
 from .engine.inspect import peek, stats
 from .engine.maintenance import reap
@@ -78,6 +79,7 @@ __all__ = [
     "history",
     "list_queues",
     "once",
+    "pause_queue",
     "peek",
     "prune_once",
     "purge",
@@ -88,6 +90,7 @@ __all__ = [
     "reject",
     "renew",
     "renew_batch",
+    "resume_queue",
     "send",
     "send_batch",
     "stats",

@@ -19,13 +19,14 @@ from django.db import connections
 
 import django_mqlite as mq
 
+from . import cli_control
 from .conf import mqlite_settings
 from .engine import core
 from .engine.clock import now_ms
 from .engine.redrive import PURGEABLE
 
 CHUNK = 500
-QUEUE_OPTIONS = {
+QUEUE_OPTIONS: dict[str, tuple[Callable[[str], Any], str]] = {
     # option: (argparse type name, help)
     "ordering": (str, "standard, group_fifo or strict_fifo"),
     "lock_duration": (float, "seconds a claim's lease lasts"),
@@ -36,8 +37,12 @@ QUEUE_OPTIONS = {
     "dlq_max_count": (int, "dead letters kept at most"),
     "dlq_max_bytes": (int, "bytes of dead letters kept at most"),
     "keep_results": (float, "seconds completed messages are kept"),
+    "rate_limit": (cli_control.limit_type(float), "claims per second ('none': no limit)"),
+    "max_in_flight": (cli_control.limit_type(int), "messages locked at once ('none': no limit)"),
 }
 STATE_COLUMNS = ("active", "locked", "scheduled", "deferred", "dead_lettered")
+STATS_HEADER: tuple[str, ...] = ("queue", *STATE_COLUMNS, "completed", "oldest", "enqueued")
+STATS_HEADER += ("done", "retried", "dead", "paused")
 
 
 def table(out: OutputWrapper, header: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
@@ -80,26 +85,30 @@ def queues(out: OutputWrapper, o: dict[str, Any]) -> None:
             f"{q.lock_duration:g}s",
             q.max_delivery_count,
             *(stats[q.name].counts[s] for s in STATE_COLUMNS),
+            *cli_control.describe_limits(q),
         ]
         for q in found
     ]
     if not rows:
         out.write("no queues (create one with: manage.py mqlite create-queue NAME)")
         return
-    table(out, ["queue", "ordering", "lock", "max_dlv", *STATE_COLUMNS], rows)
+    header = ["queue", "ordering", "lock", "max_dlv", *STATE_COLUMNS, "paused", "rate", "max_fl"]
+    table(out, header, rows)
 
 
 def create_queue(out: OutputWrapper, o: dict[str, Any]) -> None:
     name, using = o["name"], o["database"]
-    given = {
-        k: o[k]
-        for k in (*QUEUE_OPTIONS, "content_dedup", "dead_letter_on_expire")
-        if o.get(k) is not None
-    }
+    given = cli_control.limits_of(
+        {
+            k: o[k]
+            for k in (*QUEUE_OPTIONS, "content_dedup", "dead_letter_on_expire")
+            if o.get(k) is not None
+        }
+    )
     try:
         current = asdict(mq.get_queue(name, using=using))
-        current.pop("name")
-        current.pop("created_at")
+        for state in ("name", "created_at", "paused"):
+            current.pop(state)
         created = False
     except mq.QueueNotFoundError:
         current, created = {}, True
@@ -139,14 +148,11 @@ def _stats_once(out: OutputWrapper, o: dict[str, Any]) -> None:
             s.totals["completed"],
             s.totals["retried"],
             s.totals["dead_lettered"],
+            "yes" if s.paused else "no",
         ]
         for n, s in by_name.items()
     ]
-    table(
-        out,
-        ["queue", *STATE_COLUMNS, "completed", "oldest", "enqueued", "done", "retried", "dead"],
-        rows,
-    )
+    table(out, STATS_HEADER, rows)
 
 
 def peek(out: OutputWrapper, o: dict[str, Any]) -> None:

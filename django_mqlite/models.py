@@ -33,10 +33,20 @@ class Queue(models.Model):
     # staying here; NULL keeps them.
     forward_dead_letters_to = models.CharField(max_length=80, null=True, blank=True)
     created_at = models.BigIntegerField()
+    # Operator controls. A paused queue takes sends but hands nothing out. The rate limit
+    # is a token bucket: ``rate_limit_milli`` is claims per 1000 seconds, ``rate_tokens``
+    # the bucket's content in millionths of a claim as of ``rate_refill_at`` (epoch ms).
+    # Database defaults, because the engine inserts queue rows with raw SQL.
+    paused = models.BooleanField(default=False, db_default=False)
+    rate_limit_milli = models.BigIntegerField(null=True, blank=True)
+    rate_tokens = models.BigIntegerField(default=0, db_default=0)
+    rate_refill_at = models.BigIntegerField(default=0, db_default=0)
+    max_in_flight = models.IntegerField(null=True, blank=True)
 
     class Meta:
         db_table = "mqlite_queue"
         ordering = ["name"]
+        permissions = [("pause_queue", "Can pause and resume queues")]
 
     def __str__(self) -> str:
         return self.name

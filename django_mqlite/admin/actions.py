@@ -22,7 +22,7 @@ from django.template.response import TemplateResponse
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
-from .. import list_queues, purge, redrive  # the public API's verbs
+from .. import list_queues, pause_queue, purge, redrive, resume_queue  # the public API's verbs
 from ..models import Message, Queue
 from .pagination import capped_count
 
@@ -33,6 +33,7 @@ SAMPLE = 20
 
 REDRIVE_PERMISSION = "django_mqlite.redrive_message"
 PURGE_PERMISSION = "django_mqlite.purge_message"
+PAUSE_PERMISSION = "django_mqlite.pause_queue"
 
 
 def _require(request: HttpRequest, perm: str) -> None:
@@ -238,3 +239,33 @@ def purge_queue_dlq(
         question=_("Are you sure? Every dead letter of these queues will be deleted for good:"),
         submit_label=_("Yes, purge them"),
     )
+
+
+@admin.action(permissions=["pause"], description=gettext_lazy("Pause selected queues"))
+def pause_queues(
+    modeladmin: admin.ModelAdmin[Any], request: HttpRequest, queryset: QuerySet[Queue]
+) -> None:
+    """Stop handing out messages of the selected queues (sends still go in)."""
+    _require(request, PAUSE_PERMISSION)
+    names = [q.name for q in queryset]
+    for name in names:
+        pause_queue(name)
+    _report_queues(modeladmin, request, len(names), "paused")
+
+
+@admin.action(permissions=["pause"], description=gettext_lazy("Resume selected queues"))
+def resume_queues(
+    modeladmin: admin.ModelAdmin[Any], request: HttpRequest, queryset: QuerySet[Queue]
+) -> None:
+    _require(request, PAUSE_PERMISSION)
+    names = [q.name for q in queryset]
+    for name in names:
+        resume_queue(name)
+    _report_queues(modeladmin, request, len(names), "resumed")
+
+
+def _report_queues(
+    modeladmin: admin.ModelAdmin[Any], request: HttpRequest, n: int, verb: str
+) -> None:
+    text = ngettext("%(n)d queue %(verb)s.", "%(n)d queues %(verb)s.", n) % {"n": n, "verb": verb}
+    modeladmin.message_user(request, text, messages.SUCCESS)

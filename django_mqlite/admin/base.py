@@ -10,7 +10,7 @@ from django.contrib import admin
 from django.contrib.admin.options import ShowFacets
 from django.http import HttpRequest
 
-from .actions import PURGE_PERMISSION, REDRIVE_PERMISSION
+from .actions import PAUSE_PERMISSION, PURGE_PERMISSION, REDRIVE_PERMISSION
 from .pagination import EstimatedCountPaginator
 
 
@@ -39,3 +39,6 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
     def has_purge_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm(PURGE_PERMISSION)
+
+    def has_pause_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm(PAUSE_PERMISSION)

@@ -54,6 +54,7 @@ class QueueAdmin(ReadOnlyAdmin):
     list_display = (
         "name",
         "ordering",
+        "paused",
         "active",
         "scheduled",
         "locked",
@@ -64,17 +65,25 @@ class QueueAdmin(ReadOnlyAdmin):
         "lock_duration",
         "max_delivery_count",
         "throughput",
+        "rate_limit",
+        "max_in_flight",
     )
+    list_filter = ("paused",)
     search_fields = ("name",)
     ordering = ("name",)
-    actions = (actions.redrive_queue_dlq, actions.purge_queue_dlq)
+    actions = (
+        actions.redrive_queue_dlq,
+        actions.purge_queue_dlq,
+        actions.pause_queues,
+        actions.resume_queues,
+    )
     fieldsets = (
-        (None, {"fields": ("name",)}),
+        (None, {"fields": ("name", "paused")}),
         ("Settings", {"fields": SETTINGS}),
         ("Now", {"fields": ("live_stats",)}),
         ("Since creation", {"fields": ("lifetime_totals",)}),
     )
-    readonly_fields = ("name", *SETTINGS, "live_stats", "lifetime_totals")
+    readonly_fields = ("name", "paused", *SETTINGS, "live_stats", "lifetime_totals")
 
     @admin.display(description="active")
     def active(self, obj: Queue) -> SafeString:
@@ -126,6 +135,16 @@ class QueueAdmin(ReadOnlyAdmin):
     @admin.display(description="keep results for")
     def keep_results(self, obj: Queue) -> str:
         return format.duration(obj.keep_results_ms, unset="not kept")
+
+    @admin.display(description="rate limit")
+    def rate_limit(self, obj: Queue) -> str:
+        if obj.rate_limit_milli is None:
+            return "unlimited"
+        return f"{obj.rate_limit_milli / 1000:g}/s"
+
+    @admin.display(description="max in flight")
+    def max_in_flight(self, obj: Queue) -> str:
+        return "unlimited" if obj.max_in_flight is None else f"{obj.max_in_flight:,}"
 
     @admin.display(description="created")
     def created(self, obj: Queue) -> str:

@@ -64,14 +64,35 @@ class QueueCollector(Collector):
             "Age of the oldest active message (0 when none is waiting).",
             labels=["queue"],
         )
+        paused = GaugeMetricFamily(
+            "mqlite_queue_paused", "1 while the queue is paused, else 0.", labels=["queue"]
+        )
+        rate = GaugeMetricFamily(
+            "mqlite_queue_rate_limit",
+            "Claims per second allowed across all consumers (only queues with a limit).",
+            labels=["queue"],
+        )
+        in_flight = GaugeMetricFamily(
+            "mqlite_queue_max_in_flight",
+            "Messages that may be locked at once (only queues with a limit).",
+            labels=["queue"],
+        )
         totals = {
             name: CounterMetricFamily(f"mqlite_messages_{name}", text, labels=["queue"])
             for name, text in _TOTAL_HELP.items()
         }
-        queues = dict(Queue.objects.using(self.using).values_list("id", "name"))
+        rows = Queue.objects.using(self.using).values_list(
+            "id", "name", "paused", "rate_limit_milli", "max_in_flight"
+        )
+        queues = {row[0]: row[1] for row in rows}
         messages = Message.objects.using(self.using)
         now = mq.clock.now_ms()
-        for queue_id, name in sorted(queues.items(), key=lambda item: item[1]):
+        for queue_id, name, is_paused, rate_milli, max_locked in sorted(rows, key=lambda r: r[1]):
+            paused.add_metric([name], 1 if is_paused else 0)
+            if rate_milli is not None:
+                rate.add_metric([name], rate_milli / 1000)
+            if max_locked is not None:
+                in_flight.add_metric([name], max_locked)
             for state in mq.State:
                 rows = messages.filter(queue_id=queue_id, state=state.value).order_by()
                 depth.add_metric([name, state.value], rows.values("pk")[: COUNT_CAP + 1].count())
@@ -93,6 +114,9 @@ class QueueCollector(Collector):
                     family.add_metric([queues[row["queue_id"]]], row[f"sum_{n}"] or 0)
         yield depth
         yield age
+        yield paused
+        yield rate
+        yield in_flight
         yield from totals.values()
         yield from self.workers(now)
 

@@ -78,6 +78,12 @@ class QueueSettingsSerializer(StrictSerializer):
         min_value=-(2**62), max_value=2**62, required=False, allow_null=True
     )
     keep_results = seconds(positive=True, required=False, allow_null=True)
+    rate_limit = StrictFloatField(
+        min_value=0.001, max_value=1_000_000, required=False, allow_null=True
+    )
+    max_in_flight = StrictIntegerField(
+        min_value=1, max_value=1_000_000, required=False, allow_null=True
+    )
 
 
 class QueueCreateSerializer(QueueSettingsSerializer):
@@ -103,6 +109,9 @@ class QueueSerializer(serializers.Serializer):
     dlq_max_bytes = serializers.IntegerField(allow_null=True)
     keep_results = serializers.FloatField(allow_null=True)
     created_at = serializers.DateTimeField()
+    paused = serializers.BooleanField()
+    rate_limit = serializers.FloatField(allow_null=True)
+    max_in_flight = serializers.IntegerField(allow_null=True)
 
 
 class QueueListSerializer(serializers.Serializer):
@@ -295,6 +304,9 @@ class QueueStatsSerializer(serializers.Serializer):
     counts = serializers.DictField(child=serializers.IntegerField())
     oldest_active_age = serializers.FloatField(allow_null=True)
     totals = serializers.DictField(child=serializers.IntegerField())
+    paused = serializers.BooleanField()
+    rate_limit = serializers.FloatField(allow_null=True)
+    max_in_flight = serializers.IntegerField(allow_null=True)
 
 
 class AllStatsSerializer(serializers.Serializer):

@@ -15,6 +15,8 @@ urlpatterns = [
     path("queues/<str:name>/", queues.QueueDetailView.as_view(), name="queue"),
     path("queues/<str:name>/stats/", queues.QueueStatsView.as_view(), name="queue-stats"),
     path("queues/<str:name>/history/", history.QueueHistoryView.as_view(), name="queue-history"),
+    path("queues/<str:name>/pause/", queues.QueuePauseView.as_view(), name="queue-pause"),
+    path("queues/<str:name>/resume/", queues.QueueResumeView.as_view(), name="queue-resume"),
     path("queues/<str:name>/messages/", m.MessagesView.as_view(), name="messages"),
     path("queues/<str:name>/messages/<int:seq>/", m.MessageView.as_view(), name="message"),
     path(

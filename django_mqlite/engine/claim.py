@@ -5,7 +5,9 @@ inner SELECT seeks the partial index ``mqlite_msg_claim`` (active, unblocked row
 (queue, priority desc, seq) order), so its cost does not grow with the backlog. On
 PostgreSQL it adds ``FOR UPDATE SKIP LOCKED`` so concurrent claimers take different rows.
 Ordered lines need no probe here: a message behind a live predecessor is ``blocked``
-and simply is not in the index.
+and simply is not in the index. A paused queue is not claimed from at all, and a queue
+with a rate or in-flight limit gets a budget subquery in place of the LIMIT parameter
+(``limits``); a queue with neither runs exactly the statement above.
 """
 
 from __future__ import annotations
@@ -21,25 +23,27 @@ from django.db.backends.utils import CursorWrapper
 
 from ..conf import mqlite_settings
 from ..exceptions import InvalidArgumentError
-from . import core, wakeup
+from . import core, limits, wakeup
 from .clock import from_ms, now_ms
 from .core import QueueRow
 from .dialects import Dialect
 from .received import Received
 from .types import Mode
 
-_claim_sql: dict[tuple[str, bool], str] = {}
+_claim_sql: dict[tuple[str, bool, str], str] = {}
 
 
-def _claim_statement(dialect: Dialect, delete: bool) -> str:
-    key = (dialect.vendor, delete)
+def _claim_statement(dialect: Dialect, delete: bool, limit: str = "%s") -> str:
+    """The claim. ``limit`` is the SQL of its LIMIT: a parameter, or for a queue with a
+    rate or in-flight limit the budget subquery of ``limits.budget``."""
+    key = (dialect.vendor, delete, limit)
     sql = _claim_sql.get(key)
     if sql is None:
         pick = (
             f"SELECT seq FROM mqlite_message {dialect.index_hint('mqlite_msg_claim')}"
             " WHERE queue_id = %s AND state = 'active' AND blocked = 0"
             " AND (expires_at IS NULL OR expires_at > %s)"
-            f" ORDER BY priority DESC, seq LIMIT %s {dialect.lock_suffix()}"
+            f" ORDER BY priority DESC, seq LIMIT {limit} {dialect.lock_suffix()}"
         )
         if delete:
             sql = (
@@ -153,17 +157,24 @@ def _receive_once(
             replay = _replay_attempt(cursor, dialect, q, attempt_id, now, alias)
             if replay is not None:
                 return replay
+        if q.paused:
+            return []
         promote_due(cursor, dialect, q.id, now)
         delete = mode is Mode.RECEIVE_AND_DELETE
-        sql = _claim_statement(dialect, delete)
+        limit: str = "%s"
+        budget: list[int] = [max_messages]
+        if q.limited:
+            limit, budget = limits.budget(cursor, dialect, q, now, max_messages)
+        sql = _claim_statement(dialect, delete, limit)
         if delete:
-            cursor.execute(sql, [q.id, now, max_messages])
+            cursor.execute(sql, [q.id, now, *budget])
         else:
             until = now + (lock_ms if lock_ms is not None else q.lock_duration_ms)
-            cursor.execute(sql, [until, worker_id, now, q.id, now, max_messages])
+            cursor.execute(sql, [until, worker_id, now, q.id, now, *budget])
         rows = sorted(cursor.fetchall(), key=lambda r: (-r[9], r[0]))
         if not rows:
             return []
+        limits.spend(cursor, dialect, q, now, len(rows))
         if worker_id is not None and not delete:
             _touch_worker(cursor, worker_id, now)
         if delete:
@@ -258,18 +269,26 @@ def receive_deferred(
     cursor, dialect = core.ctx(alias)
     with transaction.atomic(using=alias):
         q = core.load_queue(cursor, queue)
+        if q.paused:
+            return []
         now = now_ms()
         until = now + (lock_ms if lock_ms is not None else q.lock_duration_ms)
+        limit: str = "%s"
+        budget: list[int] = [len(wanted)]
+        if q.limited:
+            limit, budget = limits.budget(cursor, dialect, q, now, len(wanted))
         cursor.execute(
             "UPDATE mqlite_message SET state = 'locked', "
             f"lock_token = {dialect.new_token_sql()}, locked_until = %s, visible_at = %s, "
-            "delivery_count = delivery_count + 1 "
-            "WHERE queue_id = %s AND state = 'deferred' "
-            f"AND seq IN ({core.placeholders(len(wanted))}) "
-            "AND (expires_at IS NULL OR expires_at > %s) "
+            "delivery_count = delivery_count + 1 WHERE seq IN ("
+            " SELECT seq FROM mqlite_message WHERE queue_id = %s AND state = 'deferred' "
+            f" AND seq IN ({core.placeholders(len(wanted))}) "
+            " AND (expires_at IS NULL OR expires_at > %s) "
+            f" ORDER BY seq LIMIT {limit} {dialect.lock_suffix()}) "
             f"RETURNING {core.MESSAGE_COLUMNS}",
-            [until, now, q.id, *wanted, now],
+            [until, now, q.id, *wanted, now, *budget],
         )
         rows = sorted(cursor.fetchall(), key=lambda r: r[0])
+        limits.spend(cursor, dialect, q, now, len(rows))
         core.bump_totals(cursor, dialect, q.id, delivered=len(rows))
         return [to_received(q, r, dialect, alias) for r in rows]

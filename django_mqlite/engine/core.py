@@ -88,6 +88,14 @@ class QueueRow:
     keep_results_ms: int | None
     created_at: int
     forward_dead_letters_to: str | None
+    paused: bool
+    rate_limit_milli: int | None
+    max_in_flight: int | None
+
+    @property
+    def limited(self) -> bool:
+        """Claims from this queue must count against a rate or in-flight limit."""
+        return self.rate_limit_milli is not None or self.max_in_flight is not None
 
     def public(self) -> Queue:
         return Queue(
@@ -105,6 +113,9 @@ class QueueRow:
             keep_results=_s(self.keep_results_ms),
             created_at=from_ms(self.created_at),
             forward_dead_letters_to=self.forward_dead_letters_to,
+            paused=bool(self.paused),
+            rate_limit=None if self.rate_limit_milli is None else self.rate_limit_milli / 1000,
+            max_in_flight=self.max_in_flight,
         )
 
 

@@ -92,4 +92,13 @@ def _stats_one(cursor: Any, q: core.QueueRow) -> QueueStats:
     sums = ", ".join(f"COALESCE(SUM({n}), 0)" for n in TOTAL_NAMES)
     cursor.execute(f"SELECT {sums} FROM mqlite_totals WHERE queue_id = %s", [q.id])
     totals = dict(zip(TOTAL_NAMES, (int(v) for v in cursor.fetchone()), strict=True))
-    return QueueStats(queue=q.name, counts=counts, oldest_active_age=oldest, totals=totals)
+    public = q.public()
+    return QueueStats(
+        queue=q.name,
+        counts=counts,
+        oldest_active_age=oldest,
+        totals=totals,
+        paused=public.paused,
+        rate_limit=public.rate_limit,
+        max_in_flight=public.max_in_flight,
+    )

@@ -10,7 +10,7 @@ from typing import Any
 from django.db import transaction
 
 from ..exceptions import InvalidArgumentError, QueueNotEmptyError
-from . import core
+from . import core, limits
 from .clock import now_ms
 from .types import Ordering, Queue
 
@@ -28,6 +28,8 @@ QUEUE_OPTIONS = (
     "dlq_max_bytes",
     "keep_results",
     "forward_dead_letters_to",
+    "rate_limit",
+    "max_in_flight",
 )
 
 
@@ -71,6 +73,8 @@ def _columns(options: Mapping[str, Any]) -> dict[str, Any]:
         "dlq_max_bytes": None,
         "keep_results": None,
         "forward_dead_letters_to": None,
+        "rate_limit": None,
+        "max_in_flight": None,
         **options,
     }
     try:
@@ -94,6 +98,8 @@ def _columns(options: Mapping[str, Any]) -> dict[str, Any]:
         "dlq_max_bytes": _signed_int(o["dlq_max_bytes"], "dlq_max_bytes"),
         "keep_results_ms": core.optional_duration_ms(o["keep_results"], "keep_results"),
         "forward_dead_letters_to": _forward_target(o["forward_dead_letters_to"]),
+        "rate_limit_milli": limits.rate_limit_milli(o["rate_limit"]),
+        "max_in_flight": limits.max_in_flight(o["max_in_flight"]),
     }
 
 

@@ -61,6 +61,11 @@ class Queue:
     keep_results: float | None
     created_at: dt.datetime
     forward_dead_letters_to: str | None = None
+    #: Operator controls: a paused queue hands nothing out; the limits bound claims
+    #: per second and messages locked at once, across every consumer (None: unlimited).
+    paused: bool = False
+    rate_limit: float | None = None
+    max_in_flight: int | None = None
 
 
 @dataclass
@@ -151,6 +156,9 @@ class QueueStats:
     counts: dict[str, int]
     oldest_active_age: float | None
     totals: dict[str, int]
+    paused: bool = False
+    rate_limit: float | None = None
+    max_in_flight: int | None = None
 
 
 def ms_or_none(ms: int | None) -> dt.datetime | None:

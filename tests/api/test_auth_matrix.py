@@ -49,6 +49,8 @@ ROUTES = [
     ("post", "queues/work/receive-deferred/", {"seqs": ["{deferred}"]}, "receive", 200),
     ("post", "queues/work/redrive/", {}, "manage", 200),
     ("post", "queues/work/purge/", {}, "manage", 200),
+    ("post", "queues/work/pause/", None, "manage", 200),
+    ("post", "queues/work/resume/", None, "manage", 200),
     ("get", "stats/", None, "read", 200),
     ("get", "queues/work/stats/", None, "read", 200),
     ("get", "metrics/", None, "read", 200),

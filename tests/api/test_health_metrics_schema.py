@@ -47,9 +47,10 @@ def test_schema(api: Any, db: Any) -> None:
     assert schema["openapi"].startswith("3.")
     assert schema["servers"] == [{"url": "/mq"}]
     ops = {(p, m) for p, item in schema["paths"].items() for m in item if m != "parameters"}
-    assert len(ops) == 24
+    assert len(ops) == 26
     assert ("/queues/{name}/messages/{seq}/renew/", "post") in ops
     assert ("/queues/{name}/history/", "get") in ops
+    assert ("/queues/{name}/pause/", "post") in ops
     for path, item in schema["paths"].items():
         for method, op in item.items():
             if path != "/healthz/":

@@ -135,3 +135,29 @@ def test_operator_reads_and_purge_use_the_state_index(backlog: None) -> None:
     assert_seeks(lambda: mq.purge("big"), "mqlite_msg_state")
     # mq.stats() counts every row of the queue: O(rows in the queue) by nature, so it is
     # not pinned here; the admin uses estimates instead (see docs/admin.md).
+
+
+def test_a_claim_without_limits_is_the_plain_statement(backlog: None) -> None:
+    """A queue with no limit pays nothing for the limits: its claim is the one statement
+    it always was, with no budget subquery and no lock on the queue row."""
+    mq.send("big", b"last")
+    with CaptureQueriesContext(connection) as ctx:
+        mq.receive("big", max_messages=4)
+    sql = [q["sql"] for q in ctx.captured_queries]
+    claims = [s for s in sql if s.startswith("UPDATE mqlite_message SET state = 'locked'")]
+    assert len(claims) == 1
+    assert "mqlite_queue" not in claims[0] and "count(" not in claims[0]
+    assert not any("FOR UPDATE" in s and "mqlite_queue" in s.split("WHERE")[0] for s in sql)
+    assert not any("rate_tokens" in s for s in sql)
+
+
+def test_a_limited_claim_seeks_the_claim_and_state_indexes(backlog: None) -> None:
+    mq.create_queue("big", keep_results=3600, rate_limit=1000, max_in_flight=500)
+    mq.send("big", b"last")
+    statements = list(message_statements(lambda: mq.receive("big", max_messages=8)))
+    (claim,) = [s for s in statements if "state = 'locked'" in s and s.startswith("UPDATE")]
+    assert "mqlite_queue" in claim  # the budget is computed by the claim statement itself
+    plan = explain(claim)
+    assert full_scans(plan) == [], plan
+    assert "mqlite_msg_claim" in plan, plan
+    assert_seeks(lambda: mq.receive("big", max_messages=8), "mqlite_msg_claim")

@@ -70,7 +70,7 @@ class QueueDetailView(MQView):
         settings = {
             f.name: getattr(current, f.name)
             for f in dataclasses.fields(current)
-            if f.name not in ("name", "created_at")
+            if f.name not in ("name", "created_at", "paused")
         }
         settings["ordering"] = str(current.ordering)
         return Response(queue_dict(mq.create_queue(name, **{**settings, **changes})))
@@ -90,6 +90,33 @@ class QueueDetailView(MQView):
         force = self.valid(s.DeleteQuerySerializer, request.query_params).get("force", False)
         mq.delete_queue(name, force=force)
         return Response(status=204)
+
+
+class QueuePauseView(MQView):
+    mq_actions = {"POST": "manage"}
+
+    @extend_schema(
+        operation_id="pause_queue",
+        request=None,
+        responses={200: s.QueueSerializer, **errors(400, 404)},
+        description="Stop handing out this queue's messages; sends are still accepted and "
+        "leases already held run to their end.",
+    )
+    def post(self, request: Request, name: str) -> Response:
+        return Response(queue_dict(mq.pause_queue(name)))
+
+
+class QueueResumeView(MQView):
+    mq_actions = {"POST": "manage"}
+
+    @extend_schema(
+        operation_id="resume_queue",
+        request=None,
+        responses={200: s.QueueSerializer, **errors(400, 404)},
+        description="Hand out this queue's messages again.",
+    )
+    def post(self, request: Request, name: str) -> Response:
+        return Response(queue_dict(mq.resume_queue(name)))
 
 
 class QueueStatsView(MQView):

@@ -24,6 +24,9 @@ class Dialect:
         """An expression producing a fresh random 128-bit token as 32 hex characters."""
         raise NotImplementedError
 
+    def least_sql(self, *args: str) -> str:
+        raise NotImplementedError
+
     def greatest_sql(self, a: str, b: str) -> str:
         raise NotImplementedError
 

@@ -14,6 +14,9 @@ class PostgreSQLDialect(Dialect):
     def new_token_sql(self) -> str:
         return "replace(gen_random_uuid()::text, '-', '')"
 
+    def least_sql(self, *args: str) -> str:
+        return f"LEAST({', '.join(args)})"
+
     def greatest_sql(self, a: str, b: str) -> str:
         return f"GREATEST({a}, {b})"
 

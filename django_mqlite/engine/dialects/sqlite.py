@@ -22,6 +22,9 @@ class SQLiteDialect(Dialect):
     def json_append_expr(self, column: str, value: str) -> str:
         return f"json_insert(COALESCE({column}, '[]'), '$[#]', json({value}))"
 
+    def least_sql(self, *args: str) -> str:
+        return f"min({', '.join(args)})"
+
     def greatest_sql(self, a: str, b: str) -> str:
         return f"max({a}, {b})"
 

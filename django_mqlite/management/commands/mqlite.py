@@ -8,14 +8,15 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from ... import cli, top
+from ... import cli, cli_control, top
 from ...engine.types import State
 from ...exceptions import MQLiteError
 
 
 class Command(BaseCommand):
     help = (
-        "Operate the queues: queues, create-queue, stats, top, peek, send, redrive, purge, health."
+        "Operate the queues: queues, create-queue, pause, resume, inspect, stats, top, peek, "
+        "send, redrive, purge, health."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -25,7 +26,7 @@ class Command(BaseCommand):
             p = sub.add_parser(name, help=help, description=help)
             p.add_argument("--json", action="store_true", help="machine-readable output")
             p.add_argument("--database", default=None, help="database alias of the queues")
-            p.set_defaults(run=getattr(module, name.replace("-", "_")))
+            p.set_defaults(run=getattr(module, name.replace("-", "_"), None))
             return p
 
         add("queues", "list the queues with their settings and depth")
@@ -36,6 +37,15 @@ class Command(BaseCommand):
             p.add_argument(f"--{option.replace('_', '-')}", type=kind, help=text)
         for flag in ("content_dedup", "dead_letter_on_expire"):
             p.add_argument(f"--{flag.replace('_', '-')}", action=argparse.BooleanOptionalAction)
+
+        for verb, text in (
+            ("pause", "stop handing out a queue's messages (sends still go in)"),
+            ("resume", "hand out a paused queue's messages again"),
+            ("inspect", "one queue: settings, pause state, limits and numbers"),
+        ):
+            p = add(verb, text)
+            p.add_argument("name")
+            p.set_defaults(run=getattr(cli_control, verb))
 
         p = add("stats", "depth per state, oldest message age and lifetime totals")
         p.add_argument("queue", nargs="?")

@@ -14,6 +14,7 @@ from ...consumers import registry
 from ...discovery import autodiscover, nothing_to_serve
 from ...exceptions import MQLiteError
 from ...worker import Worker
+from ...worker.prefork import Supervisor
 
 
 def _positive_int(value: str) -> int:
@@ -74,6 +75,14 @@ class Command(BaseCommand):
             "--no-reaper", action="store_true", help="do not run the reaper inside this worker"
         )
         parser.add_argument("--database", default=None, help="database alias of the queues")
+        parser.add_argument(
+            "--processes",
+            "-p",
+            type=_positive_int,
+            default=None,
+            help="run N worker processes (each with --concurrency threads) under one "
+            "supervising parent that restarts any that die",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["verbosity"] >= 1:
@@ -81,8 +90,9 @@ class Command(BaseCommand):
         autodiscover()
         if not registry.queues():
             raise CommandError(nothing_to_serve())
-        try:
-            worker = Worker(
+
+        def make_worker() -> Worker:
+            return Worker(
                 options["queues"],
                 concurrency=options["concurrency"],
                 burst=options["burst"],
@@ -92,7 +102,13 @@ class Command(BaseCommand):
                 reaper=not options["no_reaper"],
                 using=options["database"],
             )
-            code = worker.run()
+
+        try:
+            worker = make_worker()  # in the parent too: bad options fail here, once
+            if options["processes"] is None:
+                code = worker.run()
+            else:
+                code = Supervisor(make_worker, options["processes"], burst=options["burst"]).run()
         except (MQLiteError, ImproperlyConfigured) as exc:
             raise CommandError(str(exc)) from exc
         if code:

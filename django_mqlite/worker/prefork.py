@@ -1,0 +1,210 @@
+"""``runworker --processes N``: a parent process supervising N forked worker processes.
+
+Each child is a complete worker (its own threads, connections and registry row), so
+CPU-bound handlers use N cores. The parent does no queue work and holds no database
+connection; it only:
+
+- forks the children (after closing its connections, so no socket is shared);
+- restarts a child that exits with an error or is killed, and one that exits cleanly
+  because it recycled itself (``--max-messages``, ``--max-memory``); a child that keeps
+  dying right after starting is restarted with a growing delay instead of in a loop;
+- forwards SIGTERM/SIGINT to every child, which then drains gracefully (a second signal
+  is forwarded too: the children exit at once), and exits once all of them have;
+- with ``--burst``, lets a child that drained its queues (exit 0) stay gone, and exits
+  when every child has.
+
+Children run in their own process group, so a Ctrl-C in a terminal reaches them once,
+through the parent. A child whose parent disappears (SIGKILL, OOM) drains and exits as
+if it had been sent SIGTERM.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import FrameType
+from typing import Protocol
+
+from django.core.exceptions import ImproperlyConfigured
+from django.db import connections
+
+from ..exceptions import MQLiteError
+
+logger = logging.getLogger("django_mqlite.worker")
+
+#: A child's exit code for an error that restarting cannot fix (an unknown queue, no
+#: consumers): the parent stops the others and exits with it (``EX_CONFIG``).
+EXIT_CONFIG = 78
+POLL_S = 0.2  # how often the parent looks for exited children
+RESTART_MIN_S, RESTART_MAX_S = 0.5, 30.0  # back-off for a child that dies young
+HEALTHY_AFTER_S = 10.0  # a child that lived this long resets the back-off
+
+
+class Runnable(Protocol):
+    def run(self) -> int: ...
+
+
+@dataclass
+class _Slot:
+    index: int
+    pid: int = 0
+    started: float = 0.0
+    restart_at: float = 0.0
+    delay_s: float = 0.0
+    done: bool = False  # drained (burst) or stopped: not to be restarted
+
+
+class Supervisor:
+    """Keeps ``processes`` children running ``make_worker().run()`` until stopped."""
+
+    def __init__(
+        self, make_worker: Callable[[], Runnable], processes: int, *, burst: bool = False
+    ) -> None:
+        self.make_worker = make_worker
+        self.slots = [_Slot(i) for i in range(processes)]
+        self.burst = burst
+        self.stopping = 0  # how many stop signals arrived
+        self.restarts = 0
+        self.code = 0
+
+    def run(self) -> int:
+        previous = {s: signal.signal(s, self._on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            for slot in self.slots:
+                self._spawn(slot)
+            while any(s.pid or not s.done for s in self.slots):
+                self._reap_children()
+                self._restart_due()
+                if any(s.pid or not s.done for s in self.slots):
+                    time.sleep(POLL_S)
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            for pid in self.pids():  # only after an unexpected error: never orphan a child
+                _kill(pid, signal.SIGTERM)
+        logger.info("all worker processes exited (%s restarts)", self.restarts)
+        return self.code
+
+    def pids(self) -> list[int]:
+        return [s.pid for s in self.slots if s.pid]
+
+    # -- signals ------------------------------------------------------------------------
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        self._stop_all(signum)
+
+    def _stop_all(self, signum: int) -> None:
+        self.stopping += 1
+        for slot in self.slots:
+            if not slot.pid:
+                slot.done = True  # waiting to be restarted: not any more
+            else:
+                _kill(slot.pid, signum)
+
+    # -- children -----------------------------------------------------------------------
+
+    def _spawn(self, slot: _Slot) -> None:
+        connections.close_all()  # never share a database socket with a child
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child never returns here
+            _child(self.make_worker)
+        slot.pid, slot.started, slot.restart_at = pid, time.monotonic(), 0.0
+        logger.info("worker process %s started (slot %s)", pid, slot.index)
+        if self.stopping:  # a signal raced the fork: pass it on
+            _kill(pid, signal.SIGTERM)
+
+    def _reap_children(self) -> None:
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            slot = next((s for s in self.slots if s.pid == pid), None)
+            if slot is None:
+                continue
+            slot.pid = 0
+            self._exited(slot, os.waitstatus_to_exitcode(status))
+
+    def _exited(self, slot: _Slot, code: int) -> None:
+        lived = time.monotonic() - slot.started
+        if code == EXIT_CONFIG and not self.stopping:
+            logger.error("a worker process cannot run (see its error above); stopping")
+            self.code = EXIT_CONFIG
+            slot.done = True
+            self._stop_all(signal.SIGTERM)
+            return
+        if self.stopping or (self.burst and code == 0):
+            slot.done = True
+            logger.info("worker process of slot %s exited (%s)", slot.index, code)
+            return
+        if code == 0 or lived >= HEALTHY_AFTER_S:
+            slot.delay_s = 0.0
+        else:
+            slot.delay_s = min(max(slot.delay_s * 2, RESTART_MIN_S), RESTART_MAX_S)
+        slot.restart_at = time.monotonic() + slot.delay_s
+        logger.warning(
+            "worker process of slot %s exited (%s) after %.1fs; restarting in %.1fs",
+            slot.index,
+            "recycled" if code == 0 else f"code {code}",
+            lived,
+            slot.delay_s,
+        )
+
+    def _restart_due(self) -> None:
+        now = time.monotonic()
+        for slot in self.slots:
+            if not slot.pid and not slot.done and not self.stopping and slot.restart_at <= now:
+                self.restarts += 1
+                self._spawn(slot)
+
+
+def _kill(pid: int, signum: int) -> None:
+    try:
+        os.kill(pid, signum)
+    except ProcessLookupError:
+        pass  # already gone; its exit is collected by the next poll
+
+
+def _child(make_worker: Callable[[], Runnable]) -> None:
+    """The body of a forked child: run one worker, then leave without returning into
+    the parent's code (``os._exit``: no atexit handlers, no parent cleanup)."""
+    code = 1
+    try:
+        os.setpgid(0, 0)
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, signal.SIG_DFL)  # the worker installs its own
+        _watch_parent(os.getppid())
+        code = make_worker().run()
+    except (MQLiteError, ImproperlyConfigured) as exc:
+        sys.stderr.write(f"worker process {os.getpid()}: {exc}\n")
+        code = EXIT_CONFIG
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def _watch_parent(parent: int) -> None:
+    """Drain (as on SIGTERM) once the parent is gone, instead of running unsupervised."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="mqlite-parent-watch", daemon=True).start()

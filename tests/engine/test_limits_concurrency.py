@@ -1,0 +1,207 @@
+"""Rate and in-flight limits under concurrent consumers — threads of one process on the
+frozen clock, and separate processes on the real clock — checked by an oracle: never
+more claimed than the limit allows, never more held at once, nothing starved."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from django.db import connections
+
+import django_mqlite as mq
+from tests.engine.test_concurrency import retrying, run_threads
+from tests.procs import ROOT, Workers
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+
+
+def test_rate_limit_holds_across_threads_on_the_frozen_clock() -> None:
+    rate, total = 10, 120
+    mq.create_queue("rl", rate_limit=rate, lock_duration=3600)
+    mq.send_batch("rl", [mq.OutMessage(str(i)) for i in range(total)])
+    claimed: list[int] = []
+    lock = threading.Lock()
+    violations: list[str] = []
+    stop = threading.Event()
+    with mq.clock.frozen() as clock:
+        elapsed = [0.0]
+
+        def consumer(i: int) -> None:
+            rng = random.Random(i)
+            while not stop.is_set():
+                got = retrying(lambda: mq.receive("rl", max_messages=rng.choice([1, 2, 5])))
+                assert isinstance(got, list)
+                with lock:
+                    claimed.extend(m.seq for m in got)
+                    # The bucket held one second's worth at the start, then earned
+                    # ``rate`` per second of the clock (read after the claim: an upper bound).
+                    allowed = rate + rate * elapsed[0]
+                    if len(claimed) > allowed + 1e-9:
+                        violations.append(f"{len(claimed)} claimed with {allowed} allowed")
+                for m in got:
+                    retrying(m.complete)
+                if not got:
+                    time.sleep(0.002)
+
+        threads = [threading.Thread(target=_closing(consumer), args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        try:
+            for _ in range(int((total - rate) / rate * 10)):
+                _wait_until(lambda: len(claimed) >= rate + rate * elapsed[0] - 1e-9)
+                with lock:
+                    clock.advance(0.1)
+                    elapsed[0] = round(elapsed[0] + 0.1, 6)
+            _wait_until(lambda: len(claimed) >= total)
+        finally:
+            stop.set()
+            for t in threads:
+                t.join(60)
+    assert violations == []
+    assert sorted(claimed) == sorted(set(claimed)) and len(claimed) == total
+
+
+def test_max_in_flight_holds_across_threads() -> None:
+    limit, total = 3, 150
+    mq.create_queue("fl", max_in_flight=limit, lock_duration=3600)
+    mq.send_batch("fl", [mq.OutMessage(str(i)) for i in range(total)])
+    lock = threading.Lock()
+    held = [0]
+    peak = [0]
+    done: list[int] = []
+
+    def consumer(i: int) -> None:
+        rng = random.Random(i)
+        idle = 0
+        while idle < 20:
+            got = retrying(lambda: mq.receive("fl", max_messages=rng.choice([1, 2, 4])))
+            assert isinstance(got, list)
+            if not got:
+                idle += 1
+                time.sleep(0.005)
+                continue
+            idle = 0
+            # Counted after the claim committed, uncounted before the completion starts:
+            # never more than the database holds locked at that instant.
+            with lock:
+                held[0] += len(got)
+                peak[0] = max(peak[0], held[0])
+            time.sleep(rng.random() * 0.003)
+            for m in got:
+                with lock:
+                    held[0] -= 1
+                retrying(m.complete)
+                with lock:
+                    done.append(m.seq)
+
+    run_threads(5, consumer)
+    assert peak[0] <= limit
+    assert peak[0] == limit  # the limit was reached, so it was what held the consumers back
+    assert sorted(done) == sorted(set(done)) and len(done) == total
+
+
+def _closing(fn):  # type: ignore[no-untyped-def]
+    def wrapped(i: int) -> None:
+        try:
+            fn(i)
+        finally:
+            connections.close_all()
+
+    return wrapped
+
+
+def _wait_until(predicate, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "consumers stalled"
+        time.sleep(0.002)
+
+
+# -- processes, real clock ------------------------------------------------------------
+
+
+def _run_children(tmp_path: Path, queue: str, n: int, hold_s: float) -> list[dict]:  # type: ignore[type-arg]
+    workers = Workers(tmp_path)
+    log = tmp_path / "claims.jsonl"
+    log.touch()
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "tests.limits_child", queue, str(log), str(hold_s)],
+            cwd=ROOT,
+            env=workers.env(None),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(n)
+    ]
+    try:
+        for p in procs:
+            _, err = p.communicate(timeout=120)
+            assert p.returncode == 0, err
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+    return [json.loads(line) for line in log.read_text().splitlines()]
+
+
+def test_rate_limit_holds_across_processes(tmp_path: Path) -> None:
+    rate, total = 20, 90
+    mq.create_queue("rlp", rate_limit=rate)
+    mq.send_batch("rlp", [mq.OutMessage(str(i)) for i in range(total)])
+    connections.close_all()
+    events = _run_children(tmp_path, "rlp", 3, 0.0)
+    claims = [e for e in events if "claim" in e]
+    seqs = list(itertools.chain.from_iterable(e["claim"] for e in claims))
+    assert sorted(seqs) == sorted(set(seqs)) and len(seqs) == total  # nothing starved
+    # Each claim happened at some clock time in [before, after]. Claims wholly inside a
+    # window [a, b] drew on at most a full bucket at a plus what [a, b] earned.
+    claims.sort(key=lambda e: e["before"])
+    worst = 0.0
+    for i, first in enumerate(claims):
+        a = first["before"]
+        inside = 0
+        for e in sorted(claims[i:], key=lambda e: e["after"]):
+            if e["before"] >= a:
+                inside += len(e["claim"])
+                allowed = rate + rate * (e["after"] - a)
+                worst = max(worst, inside - allowed)
+    assert worst <= 0, f"claimed {worst:.1f} more than the limit allows in some window"
+    span = max(e["after"] for e in claims) - min(e["before"] for e in claims)
+    assert span >= (total - rate) / rate - 0.05  # the limit, not the consumers, set the pace
+
+
+def test_max_in_flight_holds_across_processes(tmp_path: Path) -> None:
+    limit, total = 2, 60
+    mq.create_queue("flp", max_in_flight=limit)
+    mq.send_batch("flp", [mq.OutMessage(str(i)) for i in range(total)])
+    connections.close_all()
+    events = _run_children(tmp_path, "flp", 3, 0.01)
+    # Each message is held from (after its claim returned) to (before its completion
+    # started): a sub-interval of its real lease. Sweep for the most held at once.
+    points = []
+    claimed_at = {}
+    for e in events:
+        if "claim" in e:
+            for seq in e["claim"]:
+                claimed_at[seq] = e["after"]
+    for e in events:
+        if "done" in e:
+            points += [(claimed_at[e["done"]], 1), (e["before"], -1)]
+    held = peak = 0
+    for _, step in sorted(points, key=lambda p: (p[0], p[1])):
+        held += step
+        peak = max(peak, held)
+    assert peak <= limit
+    assert sorted(claimed_at) == sorted({e["done"] for e in events if "done" in e})
+    assert len(claimed_at) == total

@@ -1,0 +1,121 @@
+"""``runworker --processes N``: the supervising parent forks N workers that share the
+work, restarts one that is killed (losing nothing), and drains all of them on SIGTERM."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import django_mqlite as mq
+
+from .procs import wait_for
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+
+FAST_HEARTBEAT = {"HEARTBEAT_INTERVAL": 0.2, "WORKER_STALE_AFTER": 1.0, "REAP_INTERVAL": 0.2}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _live_worker_pids() -> set[int]:
+    from django_mqlite.models import Worker
+
+    return set(Worker.objects.filter(stopped_at__isnull=True).values_list("pid", flat=True))
+
+
+@pytest.fixture
+def children() -> Iterator[set[int]]:
+    """Pids of forked workers seen by a test; any still running at the end are killed."""
+    seen: set[int] = set()
+    yield seen
+    for pid in seen:
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_two_processes_drain_a_queue_together(workers: Any, children: set[int]) -> None:
+    mq.create_queue("work")
+    seqs = set(mq.send_batch("work", [mq.OutMessage({"sleep": 0.05}) for _ in range(60)]))
+    proc = workers.start("--queue", "work", "--processes", "2", "--concurrency", "1", "--burst")
+    code, _out, err = workers.finish(proc, timeout=60)
+    done = workers.events("done")
+    children.update(e["pid"] for e in done)
+    assert code == 0, err
+    assert {e["seq"] for e in done} == seqs
+    assert len(done) == len(seqs)  # each once: no redelivery
+    pids = {e["pid"] for e in done}
+    assert len(pids) == 2 and proc.pid not in pids  # both children worked, the parent did not
+    assert not any(_alive(pid) for pid in pids)
+
+
+def test_a_killed_child_is_restarted_and_loses_nothing(workers: Any, children: set[int]) -> None:
+    mq.create_queue("work", lock_duration=600)
+    seqs = set(mq.send_batch("work", [mq.OutMessage({"sleep": 0.1}) for _ in range(40)]))
+    proc = workers.start(
+        "--queue", "work", "--processes", "2", "--concurrency", "2", overrides=FAST_HEARTBEAT
+    )
+    first = wait_for(lambda: len(_live_worker_pids()) == 2 and _live_worker_pids())
+    children.update(first)
+    victim = wait_for(lambda: workers.events("start") and workers.events("start")[0]["pid"])
+    os.kill(victim, signal.SIGKILL)
+    # The parent forks a replacement; the victim's leases come back via its stale heartbeat.
+    wait_for(lambda: len(_live_worker_pids() - {victim}) == 2, what="a replacement child")
+    children.update(_live_worker_pids())
+    wait_for(
+        lambda: {e["seq"] for e in workers.events("done")} == seqs,
+        timeout=60,
+        what="every message completed",
+    )
+    assert proc.poll() is None  # the parent survived its child's death
+    code, _out, err = workers.stop(proc)
+    assert code == 0, err
+    assert mq.stats("work").counts["active"] == mq.stats("work").counts["locked"] == 0
+    assert not any(_alive(pid) for pid in children)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_stop_signal_drains_every_child_gracefully(
+    workers: Any, children: set[int], signum: int
+) -> None:
+    mq.create_queue("work", lock_duration=600)
+    running = mq.send_batch("work", [mq.OutMessage({"sleep": 1.5}) for _ in range(2)])
+    proc = workers.start("--queue", "work", "--processes", "2", "--concurrency", "1")
+    wait_for(lambda: len({e["pid"] for e in workers.events("start")}) == 2, what="both busy")
+    waiting = mq.send_batch("work", [mq.OutMessage({"n": n}) for n in range(3)])
+    pids = {e["pid"] for e in workers.events("start")}
+    children.update(pids)
+    proc.send_signal(signum)  # forwarded to each child, once
+    code, _out, err = workers.finish(proc)
+    assert code == 0, err
+    # Both handlers that were running finished; nothing was cut short or lost.
+    assert {e["seq"] for e in workers.events("done")} >= set(running)
+    assert not any(_alive(pid) for pid in pids)
+    assert _live_worker_pids() == set()
+    left = mq.peek("work")
+    assert {p.seq for p in left} <= set(waiting)
+    assert all(p.state == "active" for p in left)
+    assert mq.stats("work").totals["completed"] + len(left) == 5
+
+
+def test_processes_must_be_positive(workers: Any) -> None:
+    code, _out, err = workers.finish(workers.start("--queue", "work", "--processes", "0"))
+    assert code != 0 and "positive integer" in err
+
+
+def test_a_child_that_cannot_start_stops_the_parent(workers: Any) -> None:
+    # "slow" has a consumer in the test project but no queue: no restart can fix that.
+    mq.create_queue("work")
+    code, _out, err = workers.finish(workers.start("--processes", "2"), timeout=30)
+    assert code == 78, err
+    assert "queue 'slow' does not exist" in err
+    assert _live_worker_pids() == set()
