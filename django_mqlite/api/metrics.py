@@ -81,13 +81,16 @@ class QueueCollector(Collector):
             name: CounterMetricFamily(f"mqlite_messages_{name}", text, labels=["queue"])
             for name, text in _TOTAL_HELP.items()
         }
-        rows = Queue.objects.using(self.using).values_list(
-            "id", "name", "paused", "rate_limit_milli", "max_in_flight"
+        queue_rows = sorted(
+            Queue.objects.using(self.using).values_list(
+                "id", "name", "paused", "rate_limit_milli", "max_in_flight"
+            ),
+            key=lambda r: r[1],
         )
-        queues = {row[0]: row[1] for row in rows}
+        queues = {row[0]: row[1] for row in queue_rows}
         messages = Message.objects.using(self.using)
         now = mq.clock.now_ms()
-        for queue_id, name, is_paused, rate_milli, max_locked in sorted(rows, key=lambda r: r[1]):
+        for queue_id, name, is_paused, rate_milli, max_locked in queue_rows:
             paused.add_metric([name], 1 if is_paused else 0)
             if rate_milli is not None:
                 rate.add_metric([name], rate_milli / 1000)
