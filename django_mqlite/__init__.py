@@ -11,11 +11,20 @@ from .engine import clock
 from .engine.claim import receive, receive_deferred
 from .engine.inspect import peek, stats
 from .engine.maintenance import reap
-from .engine.queues import create_queue, delete_queue, get_queue, list_queues
+from .engine.queues import create_queue, delete_queue, get_queue, list_queues, update_queue
 from .engine.received import Received
 from .engine.redrive import purge, redrive
 from .engine.send import cancel_scheduled, send, send_batch
-from .engine.settle import abandon, complete, complete_batch, defer, reject, renew, renew_batch
+from .engine.settle import (
+    abandon,
+    complete,
+    complete_batch,
+    defer,
+    reject,
+    release,
+    renew,
+    renew_batch,
+)
 from .engine.types import (
     Completion,
     Mode,
@@ -33,6 +42,7 @@ from .exceptions import (
     LockLostError,
     MessageTooLargeError,
     MQLiteError,
+    QueueExistsError,
     QueueNotEmptyError,
     QueueNotFoundError,
     Reject,
@@ -52,6 +62,7 @@ __all__ = [
     "OutMessage",
     "Peeked",
     "Queue",
+    "QueueExistsError",
     "QueueNotEmptyError",
     "QueueNotFoundError",
     "QueueStats",
@@ -77,9 +88,11 @@ __all__ = [
     "receive_deferred",
     "redrive",
     "reject",
+    "release",
     "renew",
     "renew_batch",
     "send",
     "send_batch",
     "stats",
+    "update_queue",
 ]

@@ -34,6 +34,13 @@ class Queue(models.Model):
     class Meta:
         db_table = "mqlite_queue"
         ordering = ["name"]
+        # The HTTP API's permissions (with Django's own view_queue for reading);
+        # docs/security.md says which route needs which.
+        permissions = [
+            ("send_queue", "Can send messages to queues"),
+            ("consume_queue", "Can receive and settle messages of queues"),
+            ("manage_queue", "Can create, change and delete queues, redrive and purge"),
+        ]
 
     def __str__(self) -> str:
         return self.name

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -29,11 +29,19 @@ _TOTAL_HELP = {
 class QueueCollector(Collector):
     """Depth per queue and state, oldest active age, and lifetime totals per queue."""
 
-    def __init__(self, using: str | None = None) -> None:
+    def __init__(
+        self,
+        using: str | None = None,
+        queues: Callable[[Iterable[str]], list[str]] | None = None,
+    ) -> None:
         self.using = using
+        self.queues = queues
 
     def collect(self) -> Iterator[Metric]:
         stats: dict[str, mq.QueueStats] = mq.stats(using=self.using)
+        if self.queues is not None:
+            shown = set(self.queues(stats))
+            stats = {name: st for name, st in stats.items() if name in shown}
         depth = GaugeMetricFamily(
             "mqlite_queue_messages", "Messages in the queue, by state.", labels=["queue", "state"]
         )
@@ -58,8 +66,10 @@ class QueueCollector(Collector):
         yield from totals.values()
 
 
-def render(using: str | None = None) -> bytes:
-    """The Prometheus text exposition of every queue."""
+def render(
+    using: str | None = None, queues: Callable[[Iterable[str]], list[str]] | None = None
+) -> bytes:
+    """The Prometheus text exposition of every queue (or of those ``queues`` keeps)."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(QueueCollector(using))
+    registry.register(QueueCollector(using, queues))
     return generate_latest(registry)
