@@ -35,6 +35,7 @@ from ..engine.dialects import dialect_for
 from ..engine.queues import create_queue, get_queue, sync_declared
 from ..exceptions import LockLostError, QueueNotFoundError
 from ..tasks import periodic
+from ..tasks.declared import declared_queues
 from . import background
 from .delivery import Delivery
 from .memory import rss_mb
@@ -166,7 +167,7 @@ class Worker:
     def _register(self) -> None:
         """Declared queues, the served queues' existence, and this worker's registry row."""
         if mqlite_settings.QUEUES:
-            sync_declared(mqlite_settings.QUEUES, using=self.using)
+            sync_declared(declared_queues(), using=self.using)
         for name, consumer in self.consumers.items():
             try:
                 get_queue(name, using=self.using)  # fail fast on a queue that does not exist
