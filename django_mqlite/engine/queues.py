@@ -70,7 +70,7 @@ _DEFAULTS: dict[str, Any] = {
 
 def _ordering(value: object) -> str:
     try:
-        return Ordering(value).value
+        return Ordering(value).value  # type: ignore[arg-type]  # checked by the enum
     except ValueError:
         raise InvalidArgumentError(
             "ordering must be one of standard, group_fifo, strict_fifo"
