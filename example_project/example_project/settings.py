@@ -24,7 +24,7 @@ if not SECRET_KEY:
         raise ImproperlyConfigured(
             "Set DJANGO_SECRET_KEY (or DJANGO_DEBUG=1 to try the example locally)."
         )
-    SECRET_KEY = "django-insecure-example-for-local-debugging-only"  # noqa: S105
+    SECRET_KEY = "django-insecure-example-for-local-debugging-only"
 ALLOWED_HOSTS = [
     h.strip() for h in os.environ.get("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1").split(",")
 ]
