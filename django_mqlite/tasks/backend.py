@@ -22,7 +22,7 @@ from django.db import IntegrityError
 from django.utils import timezone
 
 from ..engine import clock
-from ..exceptions import QueueNotFoundError
+from ..exceptions import QueueExistsError, QueueNotFoundError
 from .compat import (
     BaseTaskBackend,
     InvalidTaskError,
@@ -222,7 +222,7 @@ class MQLiteBackend(BaseTaskBackend):  # type: ignore[misc,unused-ignore]
             pass
         try:
             create_queue(queue, using=self.database, **self.queue_options)
-        except IntegrityError:  # created by a concurrent enqueue
+        except (IntegrityError, QueueExistsError):  # created meanwhile, settings its own
             pass
         return send(queue, body, using=self.database, **options)
 
