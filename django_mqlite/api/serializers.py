@@ -203,12 +203,21 @@ class PeekedSerializer(_MessageFieldsSerializer):
     last_error = serializers.CharField(allow_null=True)
 
 
+def _truncated() -> serializers.BooleanField:
+    return serializers.BooleanField(
+        required=False,
+        help_text="present (true) when MQLITE['API_MAX_RESPONSE_BYTES'] cut the list short",
+    )
+
+
 class ReceivedListSerializer(serializers.Serializer):
     messages = ReceivedSerializer(many=True)
+    truncated = _truncated()
 
 
 class PeekedListSerializer(serializers.Serializer):
     messages = PeekedSerializer(many=True)
+    truncated = _truncated()
 
 
 class PeekQuerySerializer(serializers.Serializer):
