@@ -122,7 +122,7 @@ def test_reaper_passes_seek_their_partial_indexes(backlog: None) -> None:
         ("result_retention", "mqlite_msg_results"),
     ]:
         assert_seeks(lambda name=name: getattr(maintenance, name)("default"), index)
-    mq.create_queue("big", keep_results=3600, dlq_max_count=1)
+    mq.update_queue("big", dlq_max_count=1)
     assert_seeks(lambda: maintenance.dlq_retention("default"), "mqlite_msg_state")
 
 
