@@ -14,11 +14,20 @@ from .engine.control import pause_queue, resume_queue
 from .engine.history import history
 from .engine.inspect import peek, stats
 from .engine.maintenance import reap
-from .engine.queues import create_queue, delete_queue, get_queue, list_queues
+from .engine.queues import create_queue, delete_queue, get_queue, list_queues, update_queue
 from .engine.received import Received
 from .engine.redrive import purge, redrive
 from .engine.send import cancel_scheduled, send, send_batch
-from .engine.settle import abandon, complete, complete_batch, defer, reject, renew, renew_batch
+from .engine.settle import (
+    abandon,
+    complete,
+    complete_batch,
+    defer,
+    reject,
+    release,
+    renew,
+    renew_batch,
+)
 from .engine.types import (
     Completion,
     Mode,
@@ -36,6 +45,7 @@ from .exceptions import (
     LockLostError,
     MessageTooLargeError,
     MQLiteError,
+    QueueExistsError,
     QueueNotEmptyError,
     QueueNotFoundError,
     Reject,
@@ -55,6 +65,7 @@ __all__ = [
     "OutMessage",
     "Peeked",
     "Queue",
+    "QueueExistsError",
     "QueueNotEmptyError",
     "QueueNotFoundError",
     "QueueStats",
@@ -88,10 +99,12 @@ __all__ = [
     "receive_deferred",
     "redrive",
     "reject",
+    "release",
     "renew",
     "renew_batch",
     "resume_queue",
     "send",
     "send_batch",
     "stats",
+    "update_queue",
 ]

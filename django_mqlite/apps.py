@@ -21,7 +21,8 @@ def _sync_declared_queues(using: str, **kwargs: Any) -> None:
     """After ``migrate``, create or update the queues declared in ``MQLITE["QUEUES"]``."""
     from .conf import mqlite_settings
     from .engine.queues import sync_declared
+    from .tasks.declared import declared_queues
 
     if using != mqlite_settings.DATABASE or not mqlite_settings.QUEUES:
         return
-    sync_declared(mqlite_settings.QUEUES, using=using)
+    sync_declared(declared_queues(), using=using)

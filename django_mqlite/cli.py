@@ -106,13 +106,16 @@ def create_queue(out: OutputWrapper, o: dict[str, Any]) -> None:
         }
     )
     try:
-        current = asdict(mq.get_queue(name, using=using))
-        for state in ("name", "created_at", "paused"):
-            current.pop(state)
+        mq.get_queue(name, using=using)
         created = False
     except mq.QueueNotFoundError:
-        current, created = {}, True
-    q = mq.create_queue(name, using=using, **{**current, **given})
+        created = True
+    # An existing queue gets the settings given; the others keep their values.
+    q = (
+        mq.create_queue(name, using=using, **given)
+        if created
+        else mq.update_queue(name, using=using, **given)
+    )
     if o["json"]:
         dump(out, asdict(q))
     else:

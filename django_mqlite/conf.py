@@ -48,6 +48,11 @@ DEFAULTS: dict[str, Any] = {
     "API_PERMISSION_CLASSES": None,
     "API_MAX_REQUEST_BYTES": 16 * 1024 * 1024,
     "API_MAX_BATCH": 256,
+    # Largest response body the API builds, in bytes: peek and receive stop adding
+    # messages before it (at least one message is always returned).
+    "API_MAX_RESPONSE_BYTES": 8 * 1024 * 1024,
+    # Tasks queues that accept sends from the HTTP API (and other remote surfaces).
+    "OPEN_TASK_QUEUES": [],
     # Periodic schedules: {name: {"cron": "*/5 * * * *", "task": "path" | "queue": ..., ...}}.
     "PERIODIC": {},
     # SQS-compatible endpoint: {"CREDENTIALS": {key id: secret | {"secret", "user"}},

@@ -36,6 +36,12 @@ class DedupConflictError(MQLiteError):
     code = "already_exists"
 
 
+class QueueExistsError(MQLiteError):
+    """The queue exists with other settings than those given (``update_queue`` changes them)."""
+
+    code = "already_exists"
+
+
 class GroupRequiredError(MQLiteError):
     """The queue's ordering requires a group_id on every message."""
 

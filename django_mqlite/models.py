@@ -46,7 +46,15 @@ class Queue(models.Model):
     class Meta:
         db_table = "mqlite_queue"
         ordering = ["name"]
-        permissions = [("pause_queue", "Can pause and resume queues")]
+        # The HTTP API's permissions (with Django's own view_queue for reading);
+        # docs/security.md says which route needs which. pause_queue guards the admin's
+        # pause and resume actions.
+        permissions = [
+            ("send_queue", "Can send messages to queues"),
+            ("consume_queue", "Can receive and settle messages of queues"),
+            ("manage_queue", "Can create, change and delete queues, redrive and purge"),
+            ("pause_queue", "Can pause and resume queues"),
+        ]
 
     def __str__(self) -> str:
         return self.name

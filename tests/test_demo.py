@@ -14,7 +14,7 @@ PROJECT = Path(__file__).resolve().parent.parent / "example_project"
 
 @pytest.mark.slow
 def test_demo_tells_the_whole_story(tmp_path: Path) -> None:
-    env = {**os.environ, "EXAMPLE_DB_PATH": str(tmp_path / "demo.sqlite3")}
+    env = {**os.environ, "EXAMPLE_DB_PATH": str(tmp_path / "demo.sqlite3"), "DJANGO_DEBUG": "1"}
     env.pop("DJANGO_SETTINGS_MODULE", None)
     run = [sys.executable, "manage.py"]
     subprocess.run([*run, "migrate", "-v", "0"], cwd=PROJECT, env=env, check=True, timeout=120)

@@ -9,7 +9,7 @@ or ``.delete()``, so counters, ordered lines and totals stay right.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from django import forms
@@ -207,6 +207,34 @@ def purge_selected(
 
 # -- Queues -------------------------------------------------------------------------
 
+#: Dead letters one whole-queue action moves or removes per request (in chunks of
+#: ``REAP_CHUNK`` rows, one transaction each), so a huge dead-letter queue never holds
+#: a request (or a database writer) for minutes; run the action again for the rest.
+WHOLE_QUEUE_LIMIT = 10_000
+
+
+def _whole_queues(
+    modeladmin: admin.ModelAdmin[Any],
+    request: HttpRequest,
+    queryset: QuerySet[Queue],
+    verb: Callable[..., int],
+    name: str,
+) -> int:
+    done = 0
+    for queue in queryset:
+        left = WHOLE_QUEUE_LIMIT - done
+        if left <= 0:
+            break
+        done += verb(queue.name, limit=left)
+    if done >= WHOLE_QUEUE_LIMIT:
+        modeladmin.message_user(
+            request,
+            _("Stopped after %(count)d dead letters; run the action again to %(verb)s the rest.")
+            % {"count": done, "verb": name},
+            messages.WARNING,
+        )
+    return done
+
 
 @admin.action(
     permissions=["redrive"], description=gettext_lazy("Redrive all dead letters of selected queues")
@@ -215,7 +243,7 @@ def redrive_queue_dlq(
     modeladmin: admin.ModelAdmin[Any], request: HttpRequest, queryset: QuerySet[Queue]
 ) -> None:
     _require(request, REDRIVE_PERMISSION)
-    done = sum(redrive(q.name) for q in queryset)
+    done = _whole_queues(modeladmin, request, queryset, redrive, "redrive")
     _report(modeladmin, request, done, done, "redriven")
 
 
@@ -227,7 +255,7 @@ def purge_queue_dlq(
 ) -> TemplateResponse | None:
     _require(request, PURGE_PERMISSION)
     if request.POST.get("post"):
-        done = sum(purge(q.name) for q in queryset)
+        done = _whole_queues(modeladmin, request, queryset, purge, "purge")
         _report(modeladmin, request, done, done, "purged")
         return None
     return _confirm(

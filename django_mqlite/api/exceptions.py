@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from django.core.exceptions import RequestDataTooBig
 from django.http import Http404
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
@@ -80,6 +81,8 @@ def describe(exc: Exception) -> tuple[int, str, str] | None:
         return 409, "queue_not_empty", exc.message
     if isinstance(exc, mq.MQLiteError):
         return _MQ_STATUS.get(exc.code, 500), exc.code, exc.message
+    if isinstance(exc, RequestDataTooBig):  # Django's DATA_UPLOAD_MAX_MEMORY_SIZE
+        return 413, "request_too_large", "request body is larger than the server accepts"
     if isinstance(exc, Http404):
         return 404, "not_found", str(exc) or "not found"
     if isinstance(exc, drf.APIException):

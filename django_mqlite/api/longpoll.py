@@ -1,42 +1,18 @@
-"""Long-poll receive that leaves no database connection pinned while it waits.
+"""Long-poll receive for the HTTP API.
 
-Each poll is one ``mq.receive(wait=0)`` (one short transaction). Between polls the
-request's connection is closed (back to the pool, if the project uses one), unless the
-caller is inside ``transaction.atomic()`` (e.g. ``ATOMIC_REQUESTS``, or a test), where
-closing would break the transaction. Polls back off from 10 ms to 250 ms, so a message
-that arrives during the wait is returned within about a quarter of a second.
+The wait is the engine's own (``mq.receive(wait=...)``): each poll is one short
+transaction on the request's connection, which stays open between polls (closing and
+reopening it every poll would storm a database without a pool), and no transaction is
+held while it sleeps: the route is excluded from ``ATOMIC_REQUESTS``. A send in this
+process wakes the wait early; otherwise polls back off up to half a second.
 """
 
 from __future__ import annotations
 
-import time
 from typing import Any
-
-from django.db import connections
 
 import django_mqlite as mq
 
-from ..conf import mqlite_settings
-
-FIRST_DELAY_S = 0.01
-MAX_DELAY_S = 0.25
-
-
-def release_connection(alias: str) -> None:
-    connection = connections[alias]
-    if not connection.in_atomic_block:
-        connection.close()
-
 
 def receive(queue: str, *, wait: float, **options: Any) -> list[mq.Received]:
-    deadline = time.monotonic() + wait
-    delay = FIRST_DELAY_S
-    alias = options.get("using") or mqlite_settings.DATABASE
-    while True:
-        got = mq.receive(queue, wait=0, **options)
-        remaining = deadline - time.monotonic()
-        if got or remaining <= 0:
-            return got
-        release_connection(alias)
-        time.sleep(min(delay, remaining))
-        delay = min(delay * 2, MAX_DELAY_S)
+    return mq.receive(queue, wait=wait, **options)

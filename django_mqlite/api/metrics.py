@@ -14,7 +14,7 @@ A scrape of a deep queue must stay cheap, so it reads:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from django.db.models import Sum
@@ -48,8 +48,14 @@ _TOTAL_HELP = {
 class QueueCollector(Collector):
     """Depth per queue and state, oldest active age, lifetime totals, worker gauges."""
 
-    def __init__(self, using: str | None = None) -> None:
+    def __init__(
+        self,
+        using: str | None = None,
+        queues: Callable[[Iterable[str]], list[str]] | None = None,
+    ) -> None:
         self.using = using or mqlite_settings.DATABASE
+        #: Keeps the queue names the caller may see (the API's per-queue permissions).
+        self.queues = queues
 
     def collect(self) -> Iterator[Metric]:
         from ..models import Message, Queue, QueueTotals
@@ -87,6 +93,9 @@ class QueueCollector(Collector):
             ),
             key=lambda r: r[1],
         )
+        if self.queues is not None:
+            shown = set(self.queues([row[1] for row in queue_rows]))
+            queue_rows = [row for row in queue_rows if row[1] in shown]
         queues = {row[0]: row[1] for row in queue_rows}
         messages = Message.objects.using(self.using)
         now = mq.clock.now_ms()
@@ -156,8 +165,11 @@ class QueueCollector(Collector):
         yield from (alive, busy, claimed, failed, skew)
 
 
-def render(using: str | None = None) -> bytes:
-    """The Prometheus text exposition of every queue and live worker."""
+def render(
+    using: str | None = None, queues: Callable[[Iterable[str]], list[str]] | None = None
+) -> bytes:
+    """The Prometheus text exposition of every queue (or of those ``queues`` keeps) and
+    of every live worker."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(QueueCollector(using))
+    registry.register(QueueCollector(using, queues))
     return generate_latest(registry)

@@ -3,40 +3,40 @@
 Every view declares an ``mq_action``: ``read`` (list and read queues, peek, stats,
 metrics, schema), ``send`` (send, cancel a scheduled message), ``receive`` (receive,
 settle, renew, receive deferred) or ``manage`` (create, change and delete queues, redrive,
-purge). ``QueuePermission`` turns the action into Django model permissions, per queue when
-a project overrides ``has_queue_permission``.
+purge). The default, ``QueuePermission``, turns the action into this app's Django model
+permissions (``django_mqlite.permissions``), per queue where an authentication backend
+grants object permissions, whatever the project's DRF default permission is.
+``MQLITE["API_PERMISSION_CLASSES"]`` replaces it explicitly (and may loosen it).
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 from django.utils.module_loading import import_string
-from rest_framework.permissions import BasePermission, IsAuthenticated
+from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
+from .. import permissions as model_permissions
 from ..conf import mqlite_settings
 
 ACTIONS = ("read", "send", "receive", "manage")
+#: The permission verb (``django_mqlite.<verb>_queue``) of each API action.
+VERB = {"read": "view", "send": "send", "receive": "consume", "manage": "manage"}
 
 
 class QueuePermission(BasePermission):
-    """Grants an action when the user holds its Django permissions (``perms``).
+    """Grants an action on the route's queue when the user holds its permission.
 
-    Subclass and override ``has_queue_permission`` to decide per queue, e.g. from a
-    group name or a table of your own; ``queue`` is None for routes that span queues.
+    Routes that name no queue are let through here and decide per queue themselves:
+    listings (queues, stats, metrics) show only the queues the user may view, and a
+    create asks about the new name. Subclass and override ``has_queue_permission`` to
+    decide per queue some other way; every per-queue decision of the API calls it.
     """
 
     message = "you do not have permission for this operation on this queue"
-
-    perms: ClassVar[dict[str, tuple[str, ...]]] = {
-        "read": ("django_mqlite.view_queue",),
-        "send": ("django_mqlite.add_message",),
-        "receive": ("django_mqlite.change_message",),
-        "manage": ("django_mqlite.change_queue",),
-    }
 
     def has_permission(self, request: Request, view: APIView) -> bool:
         user = request.user
@@ -44,10 +44,13 @@ class QueuePermission(BasePermission):
             return False
         action = getattr(view, "mq_action", "manage")
         queue = view.kwargs.get("name") if hasattr(view, "kwargs") else None
+        if queue is None:
+            return True  # the view asks per queue (see the class docstring)
         return self.has_queue_permission(request, action, queue)
 
     def has_queue_permission(self, request: Request, action: str, queue: str | None) -> bool:
-        return bool(request.user.has_perms(self.perms.get(action, self.perms["manage"])))
+        verb = VERB.get(action, "manage")
+        return model_permissions.has_queue_permission(request.user, verb, queue)
 
 
 def _load(paths: Any) -> list[Any]:
@@ -63,10 +66,9 @@ def authentication_classes() -> list[Any]:
 
 
 def permission_classes() -> list[Any]:
-    """``MQLITE["API_PERMISSION_CLASSES"]`` as given, else ``IsAuthenticated`` plus the
-    project's DRF default (which is ``AllowAny`` when unset: never an open queue)."""
+    """``MQLITE["API_PERMISSION_CLASSES"]`` as given, else ``QueuePermission`` (never
+    the project's DRF default, which is often just ``IsAuthenticated``)."""
     configured = mqlite_settings.API_PERMISSION_CLASSES
     if configured is None:
-        defaults = list(api_settings.DEFAULT_PERMISSION_CLASSES)
-        return [IsAuthenticated, *(c for c in defaults if c is not IsAuthenticated)]
+        return [QueuePermission]
     return _load(configured)

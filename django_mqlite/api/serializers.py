@@ -3,6 +3,7 @@ shapes (also the OpenAPI schema's components)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from rest_framework import serializers
@@ -18,6 +19,7 @@ from .fields import (
     StrictIntegerField,
 )
 
+QUEUE_NAME = re.compile(r"[A-Za-z0-9._-]{1,80}")
 MAX_RECEIVE = 256
 MAX_PEEK = 1000
 MAX_WAIT_S = 20
@@ -87,12 +89,15 @@ class QueueSettingsSerializer(StrictSerializer):
 
 
 class QueueCreateSerializer(QueueSettingsSerializer):
-    name = serializers.RegexField(r"^[A-Za-z0-9._-]{1,80}$", max_length=80)
+    # The whole string must match: nothing trimmed, no "$" letting a newline through.
+    name = StrictCharField(max_length=80)
 
-    def to_internal_value(self, data: Any) -> Any:
-        if isinstance(data, dict) and "name" in data and not isinstance(data["name"], str):
-            raise serializers.ValidationError({"name": ["must be a string"]})
-        return super().to_internal_value(data)
+    def validate_name(self, value: str) -> str:
+        if not QUEUE_NAME.fullmatch(value):
+            raise serializers.ValidationError(
+                "1-80 characters of letters, digits, '.', '_', '-' (nothing else)"
+            )
+        return value
 
 
 class QueueSerializer(serializers.Serializer):
@@ -207,12 +212,21 @@ class PeekedSerializer(_MessageFieldsSerializer):
     last_error = serializers.CharField(allow_null=True)
 
 
+def _truncated() -> serializers.BooleanField:
+    return serializers.BooleanField(
+        required=False,
+        help_text="present (true) when MQLITE['API_MAX_RESPONSE_BYTES'] cut the list short",
+    )
+
+
 class ReceivedListSerializer(serializers.Serializer):
     messages = ReceivedSerializer(many=True)
+    truncated = _truncated()
 
 
 class PeekedListSerializer(serializers.Serializer):
     messages = PeekedSerializer(many=True)
+    truncated = _truncated()
 
 
 class PeekQuerySerializer(serializers.Serializer):

@@ -117,11 +117,7 @@ def receive(
     """
     core.check_int(max_messages, "max_messages", 1, core.MAX_RECEIVE)
     wait_ms = min(core.duration_ms(wait, "wait"), int(core.MAX_WAIT_S * 1000))
-    lock_ms = (
-        None
-        if lock_duration is None
-        else core.duration_ms(lock_duration, "lock_duration", allow_zero=False)
-    )
+    lock_ms = core.optional_lock_ms(lock_duration)
     try:
         mode_ = Mode(mode)
     except ValueError:
@@ -258,11 +254,7 @@ def receive_deferred(
     if not isinstance(seqs, list | tuple) or len(seqs) > core.MAX_RECEIVE:
         raise InvalidArgumentError(f"seqs must be a list of at most {core.MAX_RECEIVE} seqs")
     wanted = sorted({core.check_seq(s) for s in seqs})
-    lock_ms = (
-        None
-        if lock_duration is None
-        else core.duration_ms(lock_duration, "lock_duration", allow_zero=False)
-    )
+    lock_ms = core.optional_lock_ms(lock_duration)
     if not wanted:
         return []
     alias = core.alias_of(using)

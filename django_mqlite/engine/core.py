@@ -31,7 +31,12 @@ from .dialects import Dialect, dialect_for
 from .types import TOTAL_NAMES, Ordering, Queue
 
 LIVE_SQL = "('active', 'locked', 'deferred', 'scheduled')"
-QUEUE_NAME_RE = re.compile(r"^[A-Za-z0-9._-]{1,80}$")
+QUEUE_NAME_RE = re.compile(r"[A-Za-z0-9._-]{1,80}")
+#: The longest lease a claim or renewal may ask for (as SQS allows): a longer one would
+#: hide a message from every consumer for that long after its holder died.
+MAX_LOCK_MS = 12 * 3600 * 1000
+#: The furthest ahead a message may be scheduled, and the longest duration accepted.
+MAX_DURATION_S = 10 * 365 * 86400
 MAX_RECEIVE = 256
 MAX_PEEK = 1000
 MAX_WAIT_S = 20.0
@@ -139,7 +144,8 @@ def load_queue(cursor: CursorWrapper, name: str) -> QueueRow:
 
 
 def check_queue_name(name: object) -> str:
-    if not isinstance(name, str) or not QUEUE_NAME_RE.match(name):
+    # fullmatch: "$" would let a trailing newline through, and nothing is trimmed.
+    if not isinstance(name, str) or not QUEUE_NAME_RE.fullmatch(name):
         raise InvalidArgumentError(
             f"invalid queue name {name!r}: 1-80 characters of letters, digits, '.', '_', '-'"
         )
@@ -156,9 +162,21 @@ def duration_ms(value: object, what: str, *, allow_zero: bool = True) -> int:
         raise InvalidArgumentError(f"{what} must be seconds or a timedelta, not {value!r}")
     if not math.isfinite(seconds) or seconds < 0 or (seconds == 0 and not allow_zero):
         raise InvalidArgumentError(f"{what} must be {'> 0' if not allow_zero else '>= 0'}")
-    if seconds > 10 * 365 * 86400:
+    if seconds > MAX_DURATION_S:
         raise InvalidArgumentError(f"{what} is too long (at most ten years)")
     return round(seconds * 1000)
+
+
+def lock_ms(value: object, what: str = "lock_duration") -> int:
+    """A lease length: more than zero and at most ``MAX_LOCK_MS`` (12 hours)."""
+    ms = duration_ms(value, what, allow_zero=False)
+    if ms > MAX_LOCK_MS:
+        raise InvalidArgumentError(f"{what} is too long (at most {MAX_LOCK_MS // 1000} seconds)")
+    return ms
+
+
+def optional_lock_ms(value: object) -> int | None:
+    return None if value is None else lock_ms(value)
 
 
 def optional_duration_ms(value: object, what: str) -> int | None:
@@ -290,7 +308,9 @@ def placeholders(n: int) -> str:
 
 
 def dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), sort_keys=True)
+    """Canonical JSON; NaN and infinities raise ValueError (no column or client takes
+    them back)."""
+    return json.dumps(value, separators=(",", ":"), sort_keys=True, allow_nan=False)
 
 
 def chunks(seq: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:

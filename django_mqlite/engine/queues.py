@@ -1,4 +1,4 @@
-"""Queue management: create (idempotent, or changes settings), get, list, delete."""
+"""Queue management: create (idempotent), update settings, get, list, delete."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 from django.db import transaction
 
-from ..exceptions import InvalidArgumentError, QueueNotEmptyError
+from ..exceptions import InvalidArgumentError, QueueExistsError, QueueNotEmptyError
 from . import core, limits
 from .clock import now_ms
 from .types import Ordering, Queue
@@ -56,51 +56,31 @@ def _signed_int(value: object, what: str) -> int | None:
     return core.check_int(value, what, -(2**62), 2**62)
 
 
-def _columns(options: Mapping[str, Any]) -> dict[str, Any]:
-    unknown = set(options) - set(QUEUE_OPTIONS)
-    if unknown:
-        raise InvalidArgumentError(f"unknown queue option(s): {', '.join(sorted(unknown))}")
-    o = {
-        "ordering": "standard",
-        "lock_duration": 30,
-        "max_delivery_count": 10,
-        "default_ttl": None,
-        "dead_letter_on_expire": True,
-        "dedup_window": 600,
-        "content_dedup": False,
-        "dlq_max_age": None,
-        "dlq_max_count": None,
-        "dlq_max_bytes": None,
-        "keep_results": None,
-        "forward_dead_letters_to": None,
-        "rate_limit": None,
-        "max_in_flight": None,
-        **options,
-    }
+_DEFAULTS: dict[str, Any] = {
+    "ordering": "standard",
+    "lock_duration": 30,
+    "max_delivery_count": 10,
+    "default_ttl": None,
+    "dead_letter_on_expire": True,
+    "dedup_window": 600,
+    "content_dedup": False,
+    "dlq_max_age": None,
+    "dlq_max_count": None,
+    "dlq_max_bytes": None,
+    "keep_results": None,
+    "forward_dead_letters_to": None,
+    "rate_limit": None,
+    "max_in_flight": None,
+}
+
+
+def _ordering(value: object) -> str:
     try:
-        ordering = Ordering(o["ordering"]).value
+        return Ordering(value).value  # type: ignore[arg-type]  # checked by the enum
     except ValueError:
         raise InvalidArgumentError(
             "ordering must be one of standard, group_fifo, strict_fifo"
         ) from None
-    return {
-        "ordering": ordering,
-        "lock_duration_ms": core.duration_ms(o["lock_duration"], "lock_duration", allow_zero=False),
-        "max_delivery_count": core.check_int(
-            o["max_delivery_count"], "max_delivery_count", 1, 10_000
-        ),
-        "default_ttl_ms": core.optional_duration_ms(o["default_ttl"], "default_ttl"),
-        "dead_letter_on_expire": _bool(o["dead_letter_on_expire"], "dead_letter_on_expire"),
-        "dedup_window_ms": core.duration_ms(o["dedup_window"], "dedup_window"),
-        "content_dedup": _bool(o["content_dedup"], "content_dedup"),
-        "dlq_max_age_ms": _signed_ms(o["dlq_max_age"], "dlq_max_age"),
-        "dlq_max_count": _signed_int(o["dlq_max_count"], "dlq_max_count"),
-        "dlq_max_bytes": _signed_int(o["dlq_max_bytes"], "dlq_max_bytes"),
-        "keep_results_ms": core.optional_duration_ms(o["keep_results"], "keep_results"),
-        "forward_dead_letters_to": _forward_target(o["forward_dead_letters_to"]),
-        "rate_limit_milli": limits.rate_limit_milli(o["rate_limit"]),
-        "max_in_flight": limits.max_in_flight(o["max_in_flight"]),
-    }
 
 
 def _forward_target(value: object) -> str | None:
@@ -114,48 +94,117 @@ def _forward_target(value: object) -> str | None:
         ) from None
 
 
+def _check_forward(cursor: Any, name: str, cols: Mapping[str, Any]) -> None:
+    """A dead-letter forward target must be another queue that exists."""
+    target = cols.get("forward_dead_letters_to")
+    if target is not None:
+        if target == name:
+            raise InvalidArgumentError("a queue cannot forward its dead letters to itself")
+        core.load_queue(cursor, target)
+
+
+# Each option: its column and the check that turns a value into the column's value.
+_COLUMN: dict[str, tuple[str, Any]] = {
+    "ordering": ("ordering", _ordering),
+    "lock_duration": ("lock_duration_ms", lambda v: core.lock_ms(v, "lock_duration")),
+    "max_delivery_count": (
+        "max_delivery_count",
+        lambda v: core.check_int(v, "max_delivery_count", 1, 10_000),
+    ),
+    "default_ttl": ("default_ttl_ms", lambda v: core.optional_duration_ms(v, "default_ttl")),
+    "dead_letter_on_expire": (
+        "dead_letter_on_expire",
+        lambda v: _bool(v, "dead_letter_on_expire"),
+    ),
+    "dedup_window": ("dedup_window_ms", lambda v: core.duration_ms(v, "dedup_window")),
+    "content_dedup": ("content_dedup", lambda v: _bool(v, "content_dedup")),
+    "dlq_max_age": ("dlq_max_age_ms", lambda v: _signed_ms(v, "dlq_max_age")),
+    "dlq_max_count": ("dlq_max_count", lambda v: _signed_int(v, "dlq_max_count")),
+    "dlq_max_bytes": ("dlq_max_bytes", lambda v: _signed_int(v, "dlq_max_bytes")),
+    "keep_results": ("keep_results_ms", lambda v: core.optional_duration_ms(v, "keep_results")),
+    "forward_dead_letters_to": ("forward_dead_letters_to", _forward_target),
+    "rate_limit": ("rate_limit_milli", limits.rate_limit_milli),
+    "max_in_flight": ("max_in_flight", limits.max_in_flight),
+}
+
+
+def _columns(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The checked column values of the options given (and only those)."""
+    unknown = set(options) - set(QUEUE_OPTIONS)
+    if unknown:
+        raise InvalidArgumentError(f"unknown queue option(s): {', '.join(sorted(unknown))}")
+    out = {}
+    for option, value in options.items():
+        column, check = _COLUMN[option]
+        out[column] = check(value)
+    return out
+
+
 def create_queue(name: str, *, using: str | None = None, **options: Any) -> Queue:
-    """Create a queue, or bring an existing one's settings to ``options``.
+    """Create a queue; on an existing one, return it when every option given matches
+    its setting, else raise ``QueueExistsError``. Options not given are never touched
+    (``update_queue`` changes settings)."""
+    core.check_queue_name(name)
+    given = _columns(options)
+    cols = {**_columns(_DEFAULTS), **given}
+    alias = core.alias_of(using)
+    cursor, _ = core.ctx(alias)
+    with transaction.atomic(using=alias):
+        _check_forward(cursor, name, given)
+        names = ", ".join(cols)
+        cursor.execute(
+            f"INSERT INTO mqlite_queue (name, {names}, created_at) "
+            f"VALUES (%s, {core.placeholders(len(cols))}, %s) ON CONFLICT (name) DO NOTHING",
+            [name, *cols.values(), now_ms()],
+        )
+        created = cursor.rowcount == 1
+        current = core.load_queue(cursor, name)
+    if not created:
+        differ = sorted(
+            option
+            for option, (column, _check) in _COLUMN.items()
+            if column in given and getattr(current, column) != given[column]
+        )
+        if differ:
+            raise QueueExistsError(
+                f"queue {name!r} exists with other settings ({', '.join(differ)}); "
+                "use update_queue to change them"
+            )
+    return current.public()
+
+
+def update_queue(name: str, *, using: str | None = None, **options: Any) -> Queue:
+    """Change the settings given; the others keep their values.
 
     Changing ``ordering`` is refused while the queue holds live messages: their lines
     were laid out under the old ordering.
     """
-    core.check_queue_name(name)
     cols = _columns(options)
     alias = core.alias_of(using)
     cursor, _ = core.ctx(alias)
     with transaction.atomic(using=alias):
-        target = cols["forward_dead_letters_to"]
-        if target is not None:
-            if target == name:
-                raise InvalidArgumentError("a queue cannot forward its dead letters to itself")
-            core.load_queue(cursor, target)
-        cursor.execute(f"SELECT {core.QUEUE_COLUMNS} FROM mqlite_queue WHERE name = %s", [name])
-        row = cursor.fetchone()
-        if row is None:
-            names = ", ".join(cols)
-            cursor.execute(
-                f"INSERT INTO mqlite_queue (name, {names}, created_at) "
-                f"VALUES (%s, {core.placeholders(len(cols))}, %s)",
-                [name, *cols.values(), now_ms()],
+        current = core.load_queue(cursor, name)
+        if not cols:
+            return current.public()
+        _check_forward(cursor, name, cols)
+        if cols.get("ordering", current.ordering) != current.ordering and _live_count(
+            cursor, current.id
+        ):
+            raise InvalidArgumentError(
+                f"queue {name!r} holds live messages; its ordering cannot change now"
             )
-        else:
-            current = core.QueueRow(*row)
-            if current.ordering != cols["ordering"] and _live_count(cursor, current.id):
-                raise InvalidArgumentError(
-                    f"queue {name!r} holds live messages; its ordering cannot change now"
-                )
-            sets = ", ".join(f"{c} = %s" for c in cols)
-            cursor.execute(
-                f"UPDATE mqlite_queue SET {sets} WHERE id = %s", [*cols.values(), current.id]
-            )
+        sets = ", ".join(f"{c} = %s" for c in cols)
+        cursor.execute(
+            f"UPDATE mqlite_queue SET {sets} WHERE id = %s", [*cols.values(), current.id]
+        )
         return core.load_queue(cursor, name).public()
 
 
-def _live_count(cursor: Any, queue_id: int) -> int:
+def _live_count(cursor: Any, queue_id: int, *, any_state: bool = False) -> int:
+    states = "" if any_state else f"AND state IN {core.LIVE_SQL}"
     cursor.execute(
-        "SELECT count(*) FROM (SELECT 1 FROM mqlite_message WHERE queue_id = %s "
-        f"AND state IN {core.LIVE_SQL} LIMIT 1) t",
+        f"SELECT count(*) FROM (SELECT 1 FROM mqlite_message WHERE queue_id = %s {states} "
+        "LIMIT 1) t",
         [queue_id],
     )
     return int(cursor.fetchone()[0])
@@ -175,15 +224,16 @@ def list_queues(*, using: str | None = None) -> list[Queue]:
 
 
 def delete_queue(name: str, *, force: bool = False, using: str | None = None) -> None:
-    """Delete a queue and everything in it. Refuses a queue with live messages unless
-    ``force=True`` (dead letters and kept results do not count as live)."""
+    """Delete a queue and everything in it. Refuses a queue that holds any message
+    (live ones, dead letters, kept results) unless ``force=True``."""
     alias = core.alias_of(using)
     cursor, _ = core.ctx(alias)
     with transaction.atomic(using=alias):
         q = core.load_queue(cursor, name)
-        if not force and _live_count(cursor, q.id):
+        if not force and _live_count(cursor, q.id, any_state=True):
             raise QueueNotEmptyError(
-                f"queue {name!r} still holds live messages; pass force=True to delete it"
+                f"queue {name!r} still holds messages (live, dead-lettered or kept "
+                "results); pass force=True to delete it"
             )
         for table in ("mqlite_message", "mqlite_attempt", "mqlite_dedup", "mqlite_totals"):
             cursor.execute(f"DELETE FROM {table} WHERE queue_id = %s", [q.id])
@@ -192,9 +242,14 @@ def delete_queue(name: str, *, force: bool = False, using: str | None = None) ->
 
 
 def sync_declared(declared: Mapping[str, Mapping[str, Any]], *, using: str | None = None) -> int:
-    """Create/update the queues declared in ``MQLITE["QUEUES"]``; returns how many."""
+    """Create the queues declared in ``MQLITE["QUEUES"]`` and bring the options each
+    declaration gives to their declared values; returns how many."""
     if not isinstance(declared, Mapping):
         raise InvalidArgumentError('MQLITE["QUEUES"] must be a dict of {name: {options}}')
     for name, options in declared.items():
-        create_queue(name, using=using, **dict(options or {}))
+        options = dict(options or {})
+        try:
+            create_queue(name, using=using, **options)
+        except QueueExistsError:
+            update_queue(name, using=using, **options)
     return len(declared)

@@ -74,6 +74,10 @@ class _Row:
     seq: int = 0
 
 
+#: Properties travel with every delivery; bound them like a body's other fields.
+MAX_PROPERTIES_BYTES = 64 * 1024
+
+
 def encode_body(body: Any, content_type: str | None) -> tuple[bytes, str | None]:
     """bytes as given; str as UTF-8 text; anything else as JSON."""
     if isinstance(body, bytes | bytearray | memoryview):
@@ -102,6 +106,8 @@ def _prepare(queue: QueueRow, msg: OutMessage, now: int) -> _Row:
         props_json = None if props is None else core.dumps(props)
     except (TypeError, ValueError) as exc:
         raise InvalidArgumentError(f"properties are not JSON-serializable: {exc}") from exc
+    if props_json is not None and len(props_json) > MAX_PROPERTIES_BYTES:
+        raise InvalidArgumentError(f"properties are larger than {MAX_PROPERTIES_BYTES} bytes")
     priority = core.check_int(msg.priority, "priority", *core.PRIORITY_RANGE)
     if msg.delay is not None and msg.scheduled_at is not None:
         raise InvalidArgumentError("pass delay or scheduled_at, not both")
@@ -112,6 +118,8 @@ def _prepare(queue: QueueRow, msg: OutMessage, now: int) -> _Row:
         if not isinstance(msg.scheduled_at, dt.datetime) or msg.scheduled_at.tzinfo is None:
             raise InvalidArgumentError("scheduled_at must be an aware datetime")
         visible_at = max(now, to_ms(msg.scheduled_at))
+        if visible_at - now > core.MAX_DURATION_S * 1000:
+            raise InvalidArgumentError("scheduled_at is too far ahead (at most ten years)")
     ttl_ms = (
         core.optional_duration_ms(msg.ttl, "ttl") if msg.ttl is not None else queue.default_ttl_ms
     )

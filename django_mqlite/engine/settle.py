@@ -38,11 +38,23 @@ def _receipt_ttl_ms() -> int:
     return int(float(mqlite_settings.RECEIPT_TTL) * 1000)
 
 
+def _receipt_args(queue_id: int, args: str) -> str:
+    # The queue is part of what a replay must repeat: a receipt never answers for a
+    # settlement attempted through another queue.
+    return f"q{queue_id}|{args}"
+
+
 def _write_receipts(
-    cursor: CursorWrapper, items: Sequence[tuple[int, str]], verb: str, args: str, now: int
+    cursor: CursorWrapper,
+    queue_id: int,
+    items: Sequence[tuple[int, str]],
+    verb: str,
+    args: str,
+    now: int,
 ) -> None:
     if not items:
         return
+    args = _receipt_args(queue_id, args)
     values = ", ".join(["(%s, %s, %s, %s, %s)"] * len(items))
     params: list[Any] = []
     expires = now + _receipt_ttl_ms()
@@ -54,7 +66,10 @@ def _write_receipts(
     )
 
 
-def _replayed(cursor: CursorWrapper, seq: int, token: str, verb: str, args: str, now: int) -> bool:
+def _replayed(
+    cursor: CursorWrapper, queue_id: int, seq: int, token: str, verb: str, args: str, now: int
+) -> bool:
+    args = _receipt_args(queue_id, args)
     cursor.execute(
         "SELECT 1 FROM mqlite_receipt WHERE seq = %s AND lock_token = %s AND verb = %s "
         "AND args = %s AND expires_at > %s",
@@ -83,12 +98,12 @@ def _settle(
         now = now_ms()
         result = apply(cursor, dialect, q, now)
         if result is None:
-            if _replayed(cursor, seq, lock_token, verb, args, now):
+            if _replayed(cursor, q.id, seq, lock_token, verb, args, now):
                 return True
             raise LockLostError(
                 f"message {seq} on {queue!r}: lock token is not current or its lease ran out"
             )
-        _write_receipts(cursor, [(seq, lock_token)], verb, args, now)
+        _write_receipts(cursor, q.id, [(seq, lock_token)], verb, args, now)
         return result
 
 
@@ -234,9 +249,10 @@ def complete_batch(
             done.update(_complete_kept(cursor, dialect, q, kept, now))
         out = []
         for seq, token in items:
-            ok = seq in done or _replayed(cursor, seq, token, "complete", "", now)
+            ok = seq in done or _replayed(cursor, q.id, seq, token, "complete", "", now)
             out.append(ok)
-        _write_receipts(cursor, [i for i in items if i[0] in done], "complete", "", now)
+        done_items = [i for i in items if i[0] in done]
+        _write_receipts(cursor, q.id, done_items, "complete", "", now)
         return out
 
 
@@ -397,11 +413,7 @@ def renew(
     expired one). Returns the new ``locked_until``."""
     core.check_seq(seq)
     core.check_token(lock_token)
-    lock_ms = (
-        None
-        if lock_duration is None
-        else core.duration_ms(lock_duration, "lock_duration", allow_zero=False)
-    )
+    lock_ms = core.optional_lock_ms(lock_duration)
     alias = core.alias_of(using)
     cursor, dialect = core.ctx(alias)
     with transaction.atomic(using=alias):
@@ -430,11 +442,7 @@ def renew_batch(
 ) -> list[bool]:
     """Renew many live leases (at most 512); a stale item is False."""
     items = _check_items(items, MAX_RENEW_BATCH)
-    lock_ms = (
-        None
-        if lock_duration is None
-        else core.duration_ms(lock_duration, "lock_duration", allow_zero=False)
-    )
+    lock_ms = core.optional_lock_ms(lock_duration)
     if not items:
         return []
     alias = core.alias_of(using)

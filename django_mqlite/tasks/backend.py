@@ -22,7 +22,7 @@ from django.db import IntegrityError
 from django.utils import timezone
 
 from ..engine import clock
-from ..exceptions import QueueNotFoundError
+from ..exceptions import QueueExistsError, QueueNotFoundError
 from .compat import (
     BaseTaskBackend,
     InvalidTaskError,
@@ -43,6 +43,8 @@ from .results import (
 )
 
 DEFAULT_KEEP_RESULTS = 7 * 86400.0
+#: The longest timeout a task (or a task message) may carry: a week.
+MAX_TIMEOUT_S = 7 * 86400.0
 OPTION_NAMES = ("database", "max_attempts", "backoff", "timeout", "keep_results", "queue_options")
 
 Backoff = float | Callable[[int], float]
@@ -83,6 +85,8 @@ def check_policy(max_attempts: object, backoff: object, timeout: object) -> None
         _check_positive(backoff, "backoff", allow_zero=True)
     if timeout is not None:
         _check_positive(timeout, "timeout")
+        if timeout > MAX_TIMEOUT_S:  # type: ignore[operator]
+            raise InvalidTaskError(f"timeout must be at most {MAX_TIMEOUT_S:g} seconds")
 
 
 class MQLiteBackend(BaseTaskBackend):  # type: ignore[misc,unused-ignore]
@@ -146,12 +150,16 @@ class MQLiteBackend(BaseTaskBackend):  # type: ignore[misc,unused-ignore]
             )
         declared = getattr(settings, "MQLITE", {}).get("QUEUES", {}) or {}
         for name in sorted(self.queues):
-            if name in declared and not (declared[name] or {}).get("keep_results"):
+            options = declared.get(name) or {}
+            # Without keep_results the declaration gets the backend's; an explicit
+            # None (or 0) turns results off, which get_result() cannot live with.
+            if "keep_results" in options and not options["keep_results"]:
                 out.append(
                     checks.Warning(
                         f'MQLITE["QUEUES"][{name!r}] serves tasks but keeps no results: '
                         "get_result() cannot find a task once it succeeded.",
-                        hint='Add "keep_results": <seconds> to that queue\'s options.',
+                        hint='Remove "keep_results" from that queue\'s options (the '
+                        "backend's keep_results applies) or give it seconds.",
                         id="django_mqlite.W010",
                     )
                 )
@@ -226,7 +234,7 @@ class MQLiteBackend(BaseTaskBackend):  # type: ignore[misc,unused-ignore]
             pass
         try:
             create_queue(queue, using=self.database, **self.queue_options)
-        except IntegrityError:  # created by a concurrent enqueue
+        except (IntegrityError, QueueExistsError):  # created meanwhile, settings its own
             pass
         return send(queue, body, using=self.database, **options)
 

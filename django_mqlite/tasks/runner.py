@@ -40,6 +40,7 @@ from ..engine.received import Received
 from ..engine.types import Completion
 from ..exceptions import LockLostError, Reject
 from ..worker.retry import backoff_delay
+from . import envelope
 from .compat import (
     Task,
     TaskContext,
@@ -86,8 +87,8 @@ def register_task_queues(registry: Registry) -> list[str]:
 
 
 def timeout_for(msg: Received) -> float | None:
-    value = (msg.properties or {}).get("timeout")
-    return float(value) if isinstance(value, int | float) else None
+    # A message's timeout is only trusted when sane (run_task dead-letters the others).
+    return envelope.message_timeout(msg)
 
 
 @dataclass
@@ -106,15 +107,8 @@ class Job:
 
     @classmethod
     def load(cls, msg: Received) -> Job:
-        from .results import resolve_task, restore_task
-
-        body = json.loads(msg.body)
-        task = resolve_task(body["task"])
-        if task is None:
-            raise LookupError(f"task {body['task']!r} cannot be imported by this worker")
-        task = restore_task(task, body, priority=msg.priority, queue_name=msg.queue)
-        backend = task_backends[body.get("backend") or task.backend]
-        return cls(msg, task, backend, body.get("args", []), body.get("kwargs", {}))
+        """The job of a valid task message (``envelope.InvalidTaskMessage`` else)."""
+        return cls(msg, *envelope.load(msg))
 
     # -- the history: earlier attempts from the row, this one in memory -----------------
 
@@ -239,10 +233,9 @@ def run_task(msg: Received) -> None:
     """The consumer of task queues: run one delivery of a task and settle it."""
     try:
         job = Job.load(msg)
-    except (ValueError, KeyError, TypeError, LookupError) as exc:
-        # A body that is not a task, or a task this worker's code does not have (a
-        # deploy in progress): retry like any failure, until the queue's limit.
-        raise RuntimeError(f"cannot run task message #{msg.seq}: {exc}") from exc
+    except envelope.InvalidTaskMessage as exc:
+        bury_invalid(msg, str(exc))
+        return
     job.start()
     sender = type(job.backend)
     if task_started.has_listeners(sender):  # building a TaskResult is not free
@@ -286,13 +279,23 @@ def run_task(msg: Received) -> None:
     )
 
 
+def bury_invalid(msg: Received, why: str) -> None:
+    """Dead-letter a message that is not a task this queue may run: at once, since no
+    retry can make it valid, and without running anything."""
+    assert msg.lock_token is not None
+    logger.warning("task message #%s on %r dead-lettered: %s", msg.seq, msg.queue, why)
+    settle.reject(
+        msg.queue, msg.seq, msg.lock_token, envelope.INVALID_REASON, why[:4096], using=msg.using
+    )
+    msg.settled = "reject"
+
+
 def give_up(msg: Received, error: str) -> None:
     """The worker stopped waiting for this task (timeout or shutdown): a failed attempt."""
     try:
         job = Job.load(msg)
-    except (ValueError, KeyError, TypeError, LookupError):
-        assert msg.lock_token is not None
-        settle.abandon(msg.queue, msg.seq, msg.lock_token, error=error, using=msg.using)
+    except envelope.InvalidTaskMessage as exc:
+        bury_invalid(msg, str(exc))
         return
     job.read()
     job.record_error("builtins.TimeoutError", error)

@@ -35,6 +35,7 @@ from ..engine.dialects import dialect_for
 from ..engine.queues import create_queue, get_queue, sync_declared
 from ..exceptions import LockLostError, QueueNotFoundError
 from ..tasks import periodic
+from ..tasks.declared import declared_queues
 from . import background, clockskew
 from .delivery import Delivery
 from .memory import rss_mb
@@ -171,7 +172,7 @@ class Worker:
     def _register(self) -> None:
         """Declared queues, the served queues' existence, and this worker's registry row."""
         if mqlite_settings.QUEUES:
-            sync_declared(mqlite_settings.QUEUES, using=self.using)
+            sync_declared(declared_queues(), using=self.using)
         leases = []
         for name, consumer in self.consumers.items():
             try:

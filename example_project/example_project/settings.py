@@ -1,5 +1,12 @@
 """Settings of the example shop. SQLite by default; ``DATABASE_URL``-free PostgreSQL
-variant: set ``EXAMPLE_DB=postgres`` (and PGHOST/PGUSER/PGDATABASE as needed)."""
+variant: set ``EXAMPLE_DB=postgres`` (and PGHOST/PGUSER/PGDATABASE as needed).
+
+Safe to copy: ``DEBUG`` is off unless ``DJANGO_DEBUG=1``; outside ``DEBUG`` it refuses to
+start without ``DJANGO_SECRET_KEY``; ``ALLOWED_HOSTS`` comes from
+``DJANGO_ALLOWED_HOSTS`` (comma-separated); ``DJANGO_HTTPS=1`` turns on the settings
+that need HTTPS (secure cookies, HSTS, redirect), so ``manage.py check --deploy`` is
+clean. To try it locally: ``DJANGO_DEBUG=1 python manage.py demo``.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +14,28 @@ import os
 from pathlib import Path
 
 import django
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "example-only-change-me")
-DEBUG = True
-ALLOWED_HOSTS = ["*"]
+DEBUG = os.environ.get("DJANGO_DEBUG", "") == "1"
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured(
+            "Set DJANGO_SECRET_KEY (or DJANGO_DEBUG=1 to try the example locally)."
+        )
+    SECRET_KEY = "django-insecure-example-for-local-debugging-only"
+ALLOWED_HOSTS = [
+    h.strip() for h in os.environ.get("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1").split(",")
+]
+if os.environ.get("DJANGO_HTTPS", "") == "1":
+    SECURE_SSL_REDIRECT = True
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = 3600
+    # Behind a TLS-terminating proxy that sets this header (and strips it from clients).
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+X_FRAME_OPTIONS = "DENY"
 USE_TZ = True
 TIME_ZONE = "UTC"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -62,6 +86,7 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 ROOT_URLCONF = "example_project.urls"
 TEMPLATES = [
@@ -117,12 +142,13 @@ TASKS = {
 EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
 
 # The HTTP API (mounted at /mq/): token auth for programs in any language, session auth
-# for the browsable pages. Create a token: manage.py drf_create_token <username>.
+# for the browsable pages. Create a token: manage.py drf_create_token <username>. The
+# API's own permissions apply whatever DEFAULT_PERMISSION_CLASSES says: give the user
+# "Can send messages to queues" etc. in the admin (see docs/security.md).
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
 }

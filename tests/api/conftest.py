@@ -4,15 +4,35 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Permission, User
 from rest_framework.test import APIClient
 
 import django_mqlite as mq
 
+API_PERMISSIONS = ("view_queue", "send_queue", "consume_queue", "manage_queue")
+
+
+def grant(user: User, *codenames: str) -> User:
+    """Give ``user`` this app's API permissions (all four when none are named)."""
+    perms = Permission.objects.filter(
+        content_type__app_label="django_mqlite", codename__in=codenames or API_PERMISSIONS
+    )
+    user.user_permissions.add(*perms)
+    return User.objects.get(pk=user.pk)  # a fresh object: permissions are cached
+
 
 @pytest.fixture
 def user(db: Any) -> User:
-    return User.objects.create_user("alice", password="secret")
+    """A user holding every API permission (the API refuses users without them)."""
+    return grant(User.objects.create_user("alice", password="secret"))
+
+
+@pytest.fixture
+def nobody(db: Any) -> APIClient:
+    """An authenticated client without any of this app's permissions."""
+    client = APIClient()
+    client.force_authenticate(User.objects.create_user("mallory", password="secret"))
+    return client
 
 
 @pytest.fixture

@@ -1,11 +1,14 @@
-"""Every route: anonymous → 401/403; authenticated without the permission → 403;
-with it → the route's success status. ``healthz/`` is the one open route."""
+"""Every route: anonymous → 401/403; authenticated without the permission → 403
+(listings: only what the user may view); with it → the route's success status, by
+default and whatever the project's DRF default permission. ``healthz/`` is the one
+open route; ``MQLITE["API_PERMISSION_CLASSES"]`` may loosen the rest explicitly."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
+from django.conf import settings
 from django.contrib.auth.models import Permission, User
 from django.test import override_settings
 from rest_framework.test import APIClient
@@ -16,9 +19,9 @@ from .conftest import url
 
 PERMS = {
     "read": "view_queue",
-    "send": "add_message",
-    "receive": "change_message",
-    "manage": "change_queue",
+    "send": "send_queue",
+    "receive": "consume_queue",
+    "manage": "manage_queue",
 }
 
 # (method, path, body, action, success status). {seq}/{token} come from a fresh claim,
@@ -57,9 +60,9 @@ ROUTES = [
     ("get", "schema/", None, "read", 200),
 ]
 
-QUEUE_PERMISSION = {
-    "API_PERMISSION_CLASSES": ["django_mqlite.api.permissions.QueuePermission"],
-}
+#: Routes that name no queue: they answer for the queues the user may see.
+LISTINGS = {"queues/", "stats/", "metrics/", "schema/"}
+IS_AUTHENTICATED = {"DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"]}
 
 
 def _fill(value: Any, subs: dict[str, Any]) -> Any:
@@ -100,7 +103,9 @@ def test_anonymous_is_refused(db: Any, route: tuple[Any, ...]) -> None:
     assert r.json()["code"] in ("unauthenticated", "permission_denied")
 
 
-@pytest.mark.parametrize("route", ROUTES, ids=_ids)
+@pytest.mark.parametrize(
+    "route", [r for r in ROUTES if not (r[0] == "get" and r[1] in LISTINGS)], ids=_ids
+)
 def test_without_permission_is_403(db: Any, route: tuple[Any, ...]) -> None:
     user = User.objects.create_user("bob")
     # Every other permission, so it is the route's own permission that is missing.
@@ -108,8 +113,7 @@ def test_without_permission_is_403(db: Any, route: tuple[Any, ...]) -> None:
     user.user_permissions.set(Permission.objects.filter(codename__in=others))
     client = APIClient()
     client.force_authenticate(User.objects.get(pk=user.pk))
-    with override_settings(MQLITE=QUEUE_PERMISSION):
-        r = _call(client, route)
+    r = _call(client, route)
     assert r.status_code == 403, r.content
     assert r.json()["code"] == "permission_denied"
 
@@ -120,14 +124,41 @@ def test_with_permission_succeeds(db: Any, route: tuple[Any, ...]) -> None:
     user.user_permissions.set(Permission.objects.filter(codename=PERMS[route[3]]))
     client = APIClient()
     client.force_authenticate(User.objects.get(pk=user.pk))
-    with override_settings(MQLITE=QUEUE_PERMISSION):
-        r = _call(client, route)
+    r = _call(client, route)
     assert r.status_code == route[4], r.content
 
 
+@pytest.mark.parametrize(
+    "route", [r for r in ROUTES if not (r[0] == "get" and r[1] in LISTINGS)], ids=_ids
+)
+def test_drf_default_is_authenticated_still_needs_the_permission(
+    db: Any, route: tuple[Any, ...]
+) -> None:
+    client = APIClient()
+    client.force_authenticate(User.objects.create_user("dave"))
+    rest = {**settings.REST_FRAMEWORK, **IS_AUTHENTICATED}
+    with override_settings(REST_FRAMEWORK=rest):
+        r = _call(client, route)
+    assert r.status_code == 403, r.content
+
+
+def test_listings_show_only_viewable_queues(db: Any) -> None:
+    client = APIClient()
+    client.force_authenticate(User.objects.create_user("erin"))
+    mq.create_queue("payroll")
+    assert client.get(url("queues/")).json() == {"queues": []}
+    assert client.get(url("stats/")).json() == {"queues": {}}
+    assert b"payroll" not in client.get(url("metrics/")).content
+
+
 @pytest.mark.parametrize("route", ROUTES, ids=_ids)
-def test_default_is_any_authenticated_user(api: Any, route: tuple[Any, ...]) -> None:
-    assert _call(api, route).status_code == route[4]
+def test_an_explicit_setting_may_loosen(db: Any, route: tuple[Any, ...]) -> None:
+    client = APIClient()
+    client.force_authenticate(User.objects.create_user("frank"))
+    loose = {"API_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"]}
+    with override_settings(MQLITE=loose):
+        r = _call(client, route)
+    assert r.status_code == route[4], r.content
 
 
 def test_healthz_needs_nothing(db: Any) -> None:

@@ -21,11 +21,19 @@ def test_create_then_list_and_read(api: Any) -> None:
     assert got["lock_duration"] == 30
 
 
-def test_create_existing_is_200_and_applies_settings(api: Any, make_queue: Any) -> None:
+def test_create_existing_is_200_when_given_settings_match(api: Any, make_queue: Any) -> None:
+    make_queue("orders", max_delivery_count=5, keep_results=60)
+    r = api.post(url("queues/"), {"name": "orders", "max_delivery_count": 5}, format="json")
+    assert r.status_code == 200, r.content
+    # Settings not given are never touched (keep_results stays).
+    assert mq.get_queue("orders").keep_results == 60
+
+
+def test_create_existing_with_other_settings_is_409(api: Any, make_queue: Any) -> None:
     make_queue("orders", max_delivery_count=5)
     r = api.post(url("queues/"), {"name": "orders", "lock_duration": 7}, format="json")
-    assert r.status_code == 200
-    assert mq.get_queue("orders").lock_duration == 7
+    error(r, 409, "already_exists")
+    assert mq.get_queue("orders").lock_duration == 30
 
 
 def test_patch_changes_only_given_settings(api: Any, make_queue: Any) -> None:

@@ -9,9 +9,11 @@ from typing import Any
 
 import pytest
 from django.db import connection
+from django.db.backends.signals import connection_created
 
 import django_mqlite as mq
 from django_mqlite.api import longpoll
+from django_mqlite.engine import wakeup
 
 from .conftest import error, url
 
@@ -141,15 +143,29 @@ def test_long_poll_returns_as_soon_as_a_message_arrives(api: Any, make_queue: An
 
 
 @pytest.mark.django_db(transaction=True)
-def test_long_poll_does_not_hold_the_connection(make_queue: Any, monkeypatch: Any) -> None:
+def test_long_poll_waits_on_one_connection_outside_a_transaction(
+    make_queue: Any, monkeypatch: Any
+) -> None:
+    """No reconnect per poll (a connection storm without a pool), and no transaction
+    held while waiting."""
     make_queue("lp")
-    open_while_sleeping = []
-    real_sleep = time.sleep
+    opened: list[Any] = []
+    in_transaction: list[bool] = []
+    real_wait = wakeup.wait
 
-    def sleep(seconds: float) -> None:
-        open_while_sleeping.append(connection.connection is not None)
-        real_sleep(seconds)
+    def wait(queue: str, timeout: float, since: Any = None) -> bool:
+        in_transaction.append(connection.in_atomic_block or not connection.get_autocommit())
+        return real_wait(queue, timeout, since)
 
-    monkeypatch.setattr(longpoll.time, "sleep", sleep)
-    assert longpoll.receive("lp", wait=0.1) == []
-    assert open_while_sleeping and not any(open_while_sleeping)
+    def on_connect(connection: Any, **kwargs: Any) -> None:
+        opened.append(connection)
+
+    monkeypatch.setattr(wakeup, "wait", wait)
+    connection_created.connect(on_connect)
+    try:
+        assert longpoll.receive("lp", wait=0.5) == []
+    finally:
+        connection_created.disconnect(on_connect)
+    assert len(in_transaction) >= 3
+    assert not any(in_transaction)
+    assert len(opened) <= 1

@@ -12,6 +12,8 @@ import pytest
 from django.contrib.auth.models import User
 from rest_framework.authtoken.models import Token
 
+from .conftest import grant
+
 DOC = Path(__file__).resolve().parents[2] / "docs" / "http-api.md"
 
 
@@ -22,7 +24,8 @@ def shell_blocks() -> list[str]:
 @pytest.mark.skipif(not (shutil.which("curl") and shutil.which("jq")), reason="needs curl, jq")
 @pytest.mark.django_db(transaction=True)
 def test_documented_curl_commands_work(live_server: Any) -> None:
-    token = Token.objects.create(user=User.objects.create_user("walker")).key
+    walker = grant(User.objects.create_user("walker"))  # as docs/http-api.md says
+    token = Token.objects.create(user=walker).key
     blocks = shell_blocks()
     assert len(blocks) >= 5
     script = "set -euo pipefail\n" + "\n".join(blocks)

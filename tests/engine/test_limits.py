@@ -72,7 +72,7 @@ def test_a_paused_queue_takes_sends_and_hands_out_nothing() -> None:
     lease.defer()
     assert mq.receive_deferred("p", [lease.seq]) == []
     # Changing other settings leaves the pause alone.
-    mq.create_queue("p", lock_duration=45)
+    mq.update_queue("p", lock_duration=45)
     assert mq.get_queue("p").paused
     assert mq.stats("p").counts["active"] == 2
     assert mq.resume_queue("p").paused is False
@@ -160,11 +160,11 @@ def test_both_limits_take_the_smaller_budget_and_can_be_lifted() -> None:
     mq.send_batch("both", [mq.OutMessage(b"x") for _ in range(30)])
     with mq.clock.frozen() as clock:
         assert len(mq.receive("both", max_messages=30)) == 4
-        mq.create_queue("both", rate_limit=10, max_in_flight=None)
+        mq.update_queue("both", max_in_flight=None)
         assert len(mq.receive("both", max_messages=30)) == 6
         clock.advance(0.1)
         assert len(mq.receive("both", max_messages=30)) == 1
-        mq.create_queue("both")
+        mq.update_queue("both", rate_limit=None)
         assert len(mq.receive("both", max_messages=30)) == 19
 
 

@@ -126,7 +126,7 @@ def test_reaper_passes_seek_their_partial_indexes(backlog: None) -> None:
         ("result_retention", ("mqlite_msg_results", "mqlite_msg_state")),
     ]:
         assert_seeks(lambda name=name: getattr(maintenance, name)("default"), index)
-    mq.create_queue("big", keep_results=3600, dlq_max_count=1)
+    mq.update_queue("big", dlq_max_count=1)
     assert_seeks(lambda: maintenance.dlq_retention("default"), "mqlite_msg_state")
 
 
@@ -152,7 +152,7 @@ def test_a_claim_without_limits_is_the_plain_statement(backlog: None) -> None:
 
 
 def test_a_limited_claim_seeks_the_claim_and_state_indexes(backlog: None) -> None:
-    mq.create_queue("big", keep_results=3600, rate_limit=1000, max_in_flight=500)
+    mq.update_queue("big", rate_limit=1000, max_in_flight=500)
     mq.send("big", b"last")
     statements = list(message_statements(lambda: mq.receive("big", max_messages=8)))
     (claim,) = [s for s in statements if "state = 'locked'" in s and s.startswith("UPDATE")]

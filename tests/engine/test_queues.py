@@ -1,4 +1,4 @@
-"""Queues: create (idempotent / changes settings), get, list, delete, declared queues."""
+"""Queues: create (idempotent), update, get, list, delete, declared queues."""
 
 from __future__ import annotations
 
@@ -28,14 +28,30 @@ def test_create_returns_settings_with_spec_defaults() -> None:
     assert q.created_at.tzinfo is not None
 
 
-def test_create_is_idempotent_and_changes_settings() -> None:
-    first = mq.create_queue("orders", lock_duration=dt.timedelta(minutes=2))
-    again = mq.create_queue("orders", lock_duration=120)
-    assert again == first
-    changed = mq.create_queue("orders", max_delivery_count=3, default_ttl=60)
-    assert changed.max_delivery_count == 3
-    assert changed.default_ttl == 60
+def test_create_is_idempotent_and_never_touches_settings_not_given() -> None:
+    first = mq.create_queue("orders", lock_duration=dt.timedelta(minutes=2), keep_results=60)
+    assert mq.create_queue("orders", lock_duration=120) == first
+    assert mq.create_queue("orders") == first
     assert [q.name for q in mq.list_queues()] == ["orders"]
+
+
+def test_create_with_other_settings_raises_queue_exists() -> None:
+    mq.create_queue("orders", keep_results=60)
+    with pytest.raises(mq.QueueExistsError) as exc:
+        mq.create_queue("orders", max_delivery_count=3, keep_results=60)
+    assert exc.value.code == "already_exists"
+    assert "max_delivery_count" in exc.value.message
+    assert mq.get_queue("orders").max_delivery_count == 10
+
+
+def test_update_queue_changes_only_given_settings() -> None:
+    mq.create_queue("orders", keep_results=60)
+    changed = mq.update_queue("orders", max_delivery_count=3, default_ttl=60)
+    assert (changed.max_delivery_count, changed.default_ttl, changed.keep_results) == (3, 60, 60)
+    with pytest.raises(mq.QueueNotFoundError):
+        mq.update_queue("nope", max_delivery_count=3)
+    with pytest.raises(mq.InvalidArgumentError):
+        mq.update_queue("orders", colour="blue")
 
 
 @pytest.mark.parametrize(
@@ -103,14 +119,24 @@ def test_delete_refuses_live_messages_unless_forced() -> None:
         assert c.fetchone()[0] == 0
 
 
-def test_delete_empty_queue_and_one_with_only_dead_letters() -> None:
+def test_delete_keeps_dead_letters_and_results_unless_forced() -> None:
     mq.create_queue("a")
     mq.delete_queue("a")
     mq.create_queue("b")
     mq.send("b", b"x")
     (m,) = mq.receive("b")
     m.reject("bad")
-    mq.delete_queue("b")
+    with pytest.raises(mq.QueueNotEmptyError):
+        mq.delete_queue("b")
+    assert mq.stats("b").counts["dead_lettered"] == 1
+    mq.create_queue("c", keep_results=60)
+    mq.send("c", b"x")
+    (m,) = mq.receive("c")
+    m.complete()
+    with pytest.raises(mq.QueueNotEmptyError):
+        mq.delete_queue("c")
+    mq.delete_queue("b", force=True)
+    mq.delete_queue("c", force=True)
     assert mq.list_queues() == []
 
 
@@ -118,10 +144,10 @@ def test_ordering_cannot_change_while_messages_are_live() -> None:
     mq.create_queue("orders")
     mq.send("orders", b"x", group_id="g")
     with pytest.raises(mq.InvalidArgumentError):
-        mq.create_queue("orders", ordering="strict_fifo")
+        mq.update_queue("orders", ordering="strict_fifo")
     (m,) = mq.receive("orders")
     m.complete()
-    assert mq.create_queue("orders", ordering="strict_fifo").ordering == "strict_fifo"
+    assert mq.update_queue("orders", ordering="strict_fifo").ordering == "strict_fifo"
 
 
 @pytest.mark.django_db(transaction=True)

@@ -104,7 +104,7 @@ def test_user_bound_key_uses_the_users_permissions(make_client: Any) -> None:
         403,
         "AccessDenied",
     )
-    user.user_permissions.add(Permission.objects.get(codename="add_message"))
+    user.user_permissions.add(Permission.objects.get(codename="send_queue"))
     client.send_message(QueueUrl=queue_url, MessageBody="x")
     user.is_active = False
     user.save()
@@ -114,3 +114,16 @@ def test_user_bound_key_uses_the_users_permissions(make_client: Any) -> None:
 def test_no_credentials_configured_refuses_every_key(make_client: Any, settings: Any) -> None:
     settings.MQLITE = {"SQS": {}}
     assert code_of(make_client().list_queues) == (403, "InvalidClientTokenId")
+
+
+def test_no_key_sends_to_a_tasks_queue(make_client: Any) -> None:
+    # "tasks" is served by the test project's Tasks backend: a message there would run
+    # project code, so no SQS credential may send to it (MQLITE["OPEN_TASK_QUEUES"]).
+    client = make_client()
+    client.create_queue(QueueName="tasks")
+    url = client.get_queue_url(QueueName="tasks")["QueueUrl"]
+    body = '{"task": "os.system", "args": ["true"], "kwargs": {}}'
+    assert code_of(lambda: client.send_message(QueueUrl=url, MessageBody=body)) == (
+        403,
+        "AccessDenied",
+    )

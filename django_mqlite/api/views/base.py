@@ -3,12 +3,14 @@ defaults), the bounded JSON parser, JSON out, and the API's own exception handle
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import OpenApiResponse
-from rest_framework.exceptions import NotAcceptable
+from drf_spectacular.utils import extend_schema as spectacular_extend_schema
+from rest_framework.exceptions import NotAcceptable, PermissionDenied
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.parsers import BaseParser
 from rest_framework.permissions import BasePermission
@@ -66,6 +68,24 @@ class Schema(AutoSchema):
         return []  # no ?format= override (see Negotiation)
 
 
+def task_queue_refusal(queue: str) -> str:
+    return (
+        f"queue {queue!r} runs Django tasks: it takes no messages over HTTP unless "
+        'MQLITE["OPEN_TASK_QUEUES"] lists it'
+    )
+
+
+def extend_schema(**kwargs: Any) -> Callable[[Any], Any]:
+    """drf-spectacular's ``extend_schema`` over this API's own schema class, so the
+    schema builds whatever the project's ``DEFAULT_SCHEMA_CLASS`` is (or without one)."""
+
+    def decorator(f: Any) -> Any:
+        f.schema = Schema
+        return spectacular_extend_schema(**kwargs)(f)
+
+    return decorator
+
+
 class MQView(APIView):
     """Base of the API views. ``mq_actions`` maps HTTP method to permission action."""
 
@@ -93,6 +113,31 @@ class MQView(APIView):
             if header:
                 return str(header)
         return ""
+
+    # -- per-queue decisions beyond the route's own queue ---------------------------------
+
+    def queue_allowed(self, action: str, queue: str) -> bool:
+        """Whether every permission class that decides per queue allows ``action``."""
+        for permission in self.get_permissions():
+            decide = getattr(permission, "has_queue_permission", None)
+            if decide is not None and not decide(self.request, action, queue):
+                return False
+        return True
+
+    def require_queue(self, action: str, queue: str) -> None:
+        if not self.queue_allowed(action, queue):
+            raise PermissionDenied(f"you may not {action} queue {queue!r}")
+
+    def visible(self, names: Iterable[str]) -> list[str]:
+        """The queues among ``names`` this user may read, for listings."""
+        return [n for n in names if self.queue_allowed("read", n)]
+
+    def caller_scoped(self, key: str) -> str:
+        """``key`` (e.g. a receive attempt id) made private to the calling user, so
+        another user repeating it never gets this caller's messages or tokens."""
+        user = getattr(self.request, "user", None)
+        who = f"user:{user.pk}" if user is not None and user.is_authenticated else "anonymous"
+        return hashlib.sha256(f"{who}\x00{key}".encode()).hexdigest()
 
     def get_exception_handler(self) -> Callable[..., Any]:
         return exception_handler

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import extend_schema, extend_schema_field
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 import django_mqlite as mq
 
-from .base import MQView, errors
+from .base import MQView, errors, extend_schema
 from .queues import QueueStatsView
 
 TOTALS = (

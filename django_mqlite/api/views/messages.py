@@ -4,16 +4,17 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema
-from rest_framework.exceptions import NotFound
+from drf_spectacular.utils import PolymorphicProxySerializer
+from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 import django_mqlite as mq
 
-from .. import bodies, longpoll
+from ...permissions import accepts_remote_sends
+from .. import bodies, budget, longpoll
 from .. import serializers as s
-from .base import BODY_ERRORS, MQView, errors
+from .base import BODY_ERRORS, MQView, errors, extend_schema, task_queue_refusal
 
 _SEND_REQUEST = PolymorphicProxySerializer(
     component_name="SendRequest",
@@ -38,8 +39,16 @@ def no_items(queue: str) -> list[Any]:
     return []
 
 
-def messages_response(items: list[dict[str, Any]], serializer: Any) -> Response:
-    return Response({"messages": serializer(items, many=True).data})
+def messages_response(items: list[dict[str, Any]], truncated: bool = False) -> Response:
+    """``items`` already rendered; ``truncated`` when the byte budget cut the list."""
+    data: dict[str, Any] = {"messages": items}
+    if truncated:
+        data["truncated"] = True
+    return Response(data)
+
+
+def rendered(got: list[mq.Received]) -> list[dict[str, Any]]:
+    return [dict(s.ReceivedSerializer(bodies.received(m)).data) for m in got]
 
 
 class MessagesView(MQView):
@@ -52,6 +61,8 @@ class MessagesView(MQView):
         description='Send one message, or many (`{"messages": [...]}`) in one transaction.',
     )
     def post(self, request: Request, name: str) -> Response:
+        if not accepts_remote_sends(name):
+            raise PermissionDenied(task_queue_refusal(name))
         data = request.data
         if isinstance(data, dict) and "messages" in data:
             batch = self.body(s.SendBatchSerializer)["messages"]
@@ -68,8 +79,18 @@ class MessagesView(MQView):
     )
     def get(self, request: Request, name: str) -> Response:
         query = self.valid(s.PeekQuerySerializer, request.query_params)
-        found = mq.peek(name, **query)
-        return messages_response([bodies.peeked(m) for m in found], s.PeekedSerializer)
+        state = query.get("state")
+
+        def fetch(limit: int, after_seq: int) -> list[mq.Peeked]:
+            return mq.peek(name, state=state, limit=limit, after_seq=after_seq)
+
+        items, truncated = budget.peek_pages(
+            fetch,
+            lambda m: dict(s.PeekedSerializer(bodies.peeked(m)).data),
+            query.get("limit", 32),
+            query.get("after_seq", 0),
+        )
+        return messages_response(items, truncated)
 
 
 class MessageView(MQView):
@@ -99,8 +120,21 @@ class ReceiveView(MQView):
     def post(self, request: Request, name: str) -> Response:
         options = self.body(s.ReceiveRequestSerializer)
         wait = options.pop("wait", 0)
+        asked = options.get("max_messages", 1)
+        can_release = options.get("mode", "peek_lock") == "peek_lock" and not options.get(
+            "attempt_id"
+        )
+        if options.get("attempt_id"):
+            options["attempt_id"] = self.caller_scoped(options["attempt_id"])
+        if not can_release:
+            options["max_messages"] = budget.safe_count(asked)
         got = longpoll.receive(name, wait=wait, **options)
-        return messages_response([bodies.received(m) for m in got], s.ReceivedSerializer)
+        items, left = budget.fill(rendered(got))
+        if left:  # what does not fit goes back, its delivery not counted
+            rest = got[len(items) :]
+            mq.release(name, [(m.seq, m.lock_token or "") for m in rest])
+        capped = options.get("max_messages", 1) < asked and len(got) == options["max_messages"]
+        return messages_response(items, bool(left) or capped)
 
 
 class ReceiveDeferredView(MQView):
@@ -114,8 +148,12 @@ class ReceiveDeferredView(MQView):
     def post(self, request: Request, name: str) -> Response:
         options = self.body(s.ReceiveDeferredSerializer)
         seqs = options.pop("seqs")
-        got = mq.receive_deferred(name, seqs, **options) if seqs else no_items(name)
-        return messages_response([bodies.received(m) for m in got], s.ReceivedSerializer)
+        if not seqs:
+            return messages_response(no_items(name))
+        # Claimed messages cannot go back to deferred: claim only what surely fits.
+        fits = budget.safe_count(len(seqs))
+        got = mq.receive_deferred(name, seqs[:fits], **options)
+        return messages_response(rendered(got), fits < len(seqs))
 
 
 class SettleView(MQView):

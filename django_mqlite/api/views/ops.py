@@ -10,9 +10,8 @@ from drf_spectacular.generators import SchemaGenerator
 from drf_spectacular.renderers import OpenApiJsonRenderer, OpenApiYamlRenderer
 from drf_spectacular.settings import patched_settings
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
 from prometheus_client import CONTENT_TYPE_LATEST
-from rest_framework.exceptions import NotFound
+from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.permissions import AllowAny, BasePermission
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
@@ -21,9 +20,10 @@ from rest_framework.response import Response
 import django_mqlite as mq
 
 from ...conf import mqlite_settings
+from ...permissions import accepts_remote_sends
 from .. import metrics
 from .. import serializers as s
-from .base import BODY_ERRORS, MQView, errors
+from .base import BODY_ERRORS, MQView, errors, extend_schema, task_queue_refusal
 
 
 class RedriveView(MQView):
@@ -36,7 +36,14 @@ class RedriveView(MQView):
         description="Move dead letters back to active (in place or into `to_queue`).",
     )
     def post(self, request: Request, name: str) -> Response:
-        return Response({"count": mq.redrive(name, **self.body(s.RedriveSerializer))})
+        options = self.body(s.RedriveSerializer)
+        target = options.get("to_queue")
+        if target is not None and target != name:
+            # Redriving into another queue sends to it.
+            self.require_queue("send", target)
+            if not accepts_remote_sends(target):
+                raise PermissionDenied(task_queue_refusal(target))
+        return Response({"count": mq.redrive(name, **options)})
 
 
 class PurgeView(MQView):
@@ -93,7 +100,7 @@ class MetricsView(MQView):
         responses={(200, "text/plain"): OpenApiTypes.STR, **errors()},
     )
     def get(self, request: Request) -> HttpResponse:
-        return HttpResponse(metrics.render(), content_type=CONTENT_TYPE_LATEST)
+        return HttpResponse(metrics.render(queues=self.visible), content_type=CONTENT_TYPE_LATEST)
 
 
 class SchemaView(MQView):

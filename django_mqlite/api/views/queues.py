@@ -5,14 +5,14 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 import django_mqlite as mq
 
 from .. import serializers as s
-from .base import BODY_ERRORS, MQView, errors
+from .base import BODY_ERRORS, MQView, errors, extend_schema
 
 
 def queue_dict(queue: mq.Queue) -> dict[str, Any]:
@@ -30,7 +30,9 @@ class QueueListView(MQView):
 
     @extend_schema(operation_id="list_queues", responses={200: s.QueueListSerializer, **errors()})
     def get(self, request: Request) -> Response:
-        return Response({"queues": [queue_dict(q) for q in mq.list_queues()]})
+        queues = mq.list_queues()
+        shown = set(self.visible(q.name for q in queues))
+        return Response({"queues": [queue_dict(q) for q in queues if q.name in shown]})
 
     @extend_schema(
         operation_id="create_queue",
@@ -38,15 +40,21 @@ class QueueListView(MQView):
         responses={
             201: s.QueueSerializer,
             200: s.QueueSerializer,
-            **errors(*BODY_ERRORS),
+            **errors(*BODY_ERRORS, 409),
         },
-        description="Create a queue (201), or bring an existing one's settings to those "
-        "given, omitted ones to their defaults (200), like `mq.create_queue`.",
+        description="Create a queue (201). An existing queue is returned (200) when every "
+        "setting given matches it, and is a 409 `already_exists` when one differs; "
+        "settings not given are never changed (PATCH changes them).",
     )
     def post(self, request: Request) -> Response:
         options = self.body(s.QueueCreateSerializer)
         name = options.pop("name")
-        existed = name in {q.name for q in mq.list_queues()}
+        self.require_queue("manage", name)
+        try:
+            mq.get_queue(name)
+            existed = True
+        except mq.QueueNotFoundError:
+            existed = False
         queue = mq.create_queue(name, **options)
         return Response(queue_dict(queue), status=200 if existed else 201)
 
@@ -66,14 +74,7 @@ class QueueDetailView(MQView):
     )
     def patch(self, request: Request, name: str) -> Response:
         changes = self.body(s.QueueSettingsSerializer)
-        current = mq.get_queue(name)
-        settings = {
-            f.name: getattr(current, f.name)
-            for f in dataclasses.fields(current)
-            if f.name not in ("name", "created_at", "paused")
-        }
-        settings["ordering"] = str(current.ordering)
-        return Response(queue_dict(mq.create_queue(name, **{**settings, **changes})))
+        return Response(queue_dict(mq.update_queue(name, **changes)))
 
     @extend_schema(
         operation_id="delete_queue",
@@ -85,6 +86,8 @@ class QueueDetailView(MQView):
             )
         ],
         responses={204: None, **errors(400, 404, 409)},
+        description="Delete an empty queue; one that still holds messages (live, "
+        "dead-lettered or kept results) is a 409 `queue_not_empty` unless `force=true`.",
     )
     def delete(self, request: Request, name: str) -> Response:
         force = self.valid(s.DeleteQuerySerializer, request.query_params).get("force", False)
@@ -136,4 +139,7 @@ class StatsView(MQView):
     @extend_schema(operation_id="all_stats", responses={200: s.AllStatsSerializer, **errors()})
     def get(self, request: Request) -> Response:
         everything = mq.stats()
-        return Response({"queues": {n: stats_dict(st) for n, st in everything.items()}})
+        shown = set(self.visible(everything))
+        return Response(
+            {"queues": {n: stats_dict(st) for n, st in everything.items() if n in shown}}
+        )

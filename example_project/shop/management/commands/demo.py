@@ -54,7 +54,7 @@ class Command(BaseCommand):
     def story(self, n: int, poison: int) -> None:
         self.reset()
         self.title(f"1. {n} customers check out ({poison} with a card that will be declined)")
-        client = Client()
+        client = Client(HTTP_HOST="localhost")  # a host ALLOWED_HOSTS accepts
         for i in range(n):
             total = (
                 0
