@@ -9,6 +9,7 @@ from __future__ import annotations
 from .consumers import consumer
 from .engine import clock
 from .engine.claim import receive, receive_deferred
+from .engine.core import database_of
 from .engine.inspect import peek, stats
 from .engine.maintenance import reap
 from .engine.queues import create_queue, delete_queue, get_queue, list_queues
@@ -65,6 +66,7 @@ __all__ = [
     "complete_batch",
     "consumer",
     "create_queue",
+    "database_of",
     "defer",
     "delete_queue",
     "get_queue",

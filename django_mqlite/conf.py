@@ -43,6 +43,9 @@ DEFAULTS: dict[str, Any] = {
     "API_PERMISSION_CLASSES": None,
     "API_MAX_REQUEST_BYTES": 16 * 1024 * 1024,
     "API_MAX_BATCH": 256,
+    # LISTEN connections by database alias: {alias: {settings overriding DATABASES[alias]}}
+    # (e.g. {"PORT": 5432} to reach PostgreSQL itself behind PgBouncer), or False: no LISTEN.
+    "LISTEN": {},
     # Periodic schedules: {name: {"cron": "*/5 * * * *", "task": "path" | "queue": ..., ...}}.
     "PERIODIC": {},
 }

@@ -16,8 +16,6 @@ from django.db import connections
 
 import django_mqlite as mq
 
-from ..conf import mqlite_settings
-
 FIRST_DELAY_S = 0.01
 MAX_DELAY_S = 0.25
 
@@ -31,7 +29,7 @@ def release_connection(alias: str) -> None:
 def receive(queue: str, *, wait: float, **options: Any) -> list[mq.Received]:
     deadline = time.monotonic() + wait
     delay = FIRST_DELAY_S
-    alias = options.get("using") or mqlite_settings.DATABASE
+    alias = mq.database_of(queue, using=options.get("using"))
     while True:
         got = mq.receive(queue, wait=0, **options)
         remaining = deadline - time.monotonic()

@@ -75,7 +75,7 @@ def _settle(
     row, and then an exact replay succeeds and anything else is LockLostError."""
     core.check_seq(seq)
     core.check_token(lock_token)
-    alias = core.alias_of(using)
+    alias = core.alias_of(using, queue)
     cursor, dialect = core.ctx(alias)
     with transaction.atomic(using=alias):
         q = core.load_queue(cursor, queue)
@@ -219,7 +219,7 @@ def complete_batch(
         return []
     if completions is not None and len(completions) != len(items):
         raise InvalidArgumentError("completions must be parallel to items")
-    alias = core.alias_of(using)
+    alias = core.alias_of(using, queue)
     cursor, dialect = core.ctx(alias)
     with transaction.atomic(using=alias):
         q = core.load_queue(cursor, queue)
@@ -399,7 +399,7 @@ def renew(
         if lock_duration is None
         else core.duration_ms(lock_duration, "lock_duration", allow_zero=False)
     )
-    alias = core.alias_of(using)
+    alias = core.alias_of(using, queue)
     cursor, dialect = core.ctx(alias)
     with transaction.atomic(using=alias):
         q = core.load_queue(cursor, queue)
@@ -434,7 +434,7 @@ def renew_batch(
     )
     if not items:
         return []
-    alias = core.alias_of(using)
+    alias = core.alias_of(using, queue)
     cursor, dialect = core.ctx(alias)
     with transaction.atomic(using=alias):
         q = core.load_queue(cursor, queue)
@@ -464,7 +464,7 @@ def release(
     items = _check_items(items, MAX_COMPLETE_BATCH)
     if not items:
         return []
-    alias = core.alias_of(using)
+    alias = core.alias_of(using, queue)
     cursor, _ = core.ctx(alias)
     with transaction.atomic(using=alias):
         q = core.load_queue(cursor, queue)

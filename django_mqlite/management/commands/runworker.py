@@ -12,7 +12,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ...discovery import autodiscover
 from ...exceptions import MQLiteError
-from ...worker import Worker
+from ...worker import build
 
 
 def _positive_int(value: str) -> int:
@@ -48,7 +48,11 @@ class Command(BaseCommand):
             help="queue to serve (repeatable; default: every queue with a consumer)",
         )
         parser.add_argument(
-            "--concurrency", "-c", type=_positive_int, default=1, help="handler threads (default 1)"
+            "--concurrency",
+            "-c",
+            type=_positive_int,
+            default=1,
+            help="handler threads per database (default 1)",
         )
         parser.add_argument("--burst", action="store_true", help="exit 0 once nothing is claimable")
         parser.add_argument(
@@ -72,14 +76,19 @@ class Command(BaseCommand):
         parser.add_argument(
             "--no-reaper", action="store_true", help="do not run the reaper inside this worker"
         )
-        parser.add_argument("--database", default=None, help="database alias of the queues")
+        parser.add_argument(
+            "--database",
+            default=None,
+            help="serve only the queues on this database alias (default: each queue "
+            "on the database where it lives)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["verbosity"] >= 1:
             _log_to_stderr(logging.DEBUG if options["verbosity"] >= 2 else logging.INFO)
         autodiscover()
         try:
-            worker = Worker(
+            worker = build(
                 options["queues"],
                 concurrency=options["concurrency"],
                 burst=options["burst"],
