@@ -42,13 +42,20 @@ def by_database(
     wanted = list(queues or [])
     groups: dict[str, list[str]] = {}
     for name in registry.select(wanted):
-        if using is not None and not wanted and core.declared_database(name) not in (None, using):
+        if using is not None and not wanted and _home(name) not in (None, using):
             continue  # `--database X` without `--queue`: the queues that live on X
         groups.setdefault(core.alias_of(using, name), []).append(name)
     if not groups:
         raise ImproperlyConfigured(f"no registered consumer's queue lives on database {using!r}")
     first = core.alias_of(using)
     return dict(sorted(groups.items(), key=lambda item: (item[0] != first, item[0])))
+
+
+def _home(queue: str) -> str | None:
+    """Where a queue of ``MQLITE["QUEUES"]`` lives (None: not declared there)."""
+    if queue not in (mqlite_settings.QUEUES or {}):
+        return None
+    return core.declared_database(queue) or str(mqlite_settings.DATABASE)
 
 
 def build(

@@ -108,3 +108,10 @@ def test_admin_detail_page_of_a_message_on_the_second_database() -> None:
     page = client.get(url)
     assert page.status_code == 200
     assert "far" in page.content.decode()
+
+
+def test_cli_health_probes_every_queue_database() -> None:
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match=f"0 live worker\\(s\\) on '{SECOND}'"):
+        mqlite("health")
