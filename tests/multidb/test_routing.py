@@ -124,3 +124,17 @@ def test_an_unknown_declared_database_fails_the_system_check(settings: Any) -> N
 
     settings.MQLITE = {"QUEUES": {"lost": {"database": "nowhere"}}}
     assert [e.id for e in check_database()] == ["django_mqlite.E006"]
+
+
+def test_runreaper_without_database_reaps_every_queue_database() -> None:
+    import json
+    from io import StringIO
+
+    with mq.clock.frozen() as clock:
+        mq.send(FAR, "x")
+        mq.receive(FAR, lock_duration=1)
+        clock.advance(2)
+        out = StringIO()
+        call_command("runreaper", "--once", stdout=out)
+    assert json.loads(out.getvalue())["expired_locks"] == 1
+    assert rows(SECOND, FAR, "active") == 1
