@@ -46,7 +46,8 @@ def by_database(
             continue  # `--database X` without `--queue`: the queues that live on X
         groups.setdefault(core.alias_of(using, name), []).append(name)
     if not groups:
-        raise ImproperlyConfigured(f"no registered consumer's queue lives on database {using!r}")
+        where = "" if using is None else f" for a queue on database {using!r}"
+        raise ImproperlyConfigured(f"no consumers are registered{where}")
     first = core.alias_of(using)
     return dict(sorted(groups.items(), key=lambda item: (item[0] != first, item[0])))
 
