@@ -72,3 +72,12 @@ def test_database_option_serves_only_the_queues_there(settings: Any, workers: An
     assert code == 0, err
     assert [e["seq"] for e in workers.events("done")] == [far]
     assert mq.stats("work").counts["active"] == 1
+
+
+def test_database_option_contradicting_a_declared_queue_is_refused(settings: Any) -> None:
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    settings.MQLITE = {**settings.MQLITE, "QUEUES": {"tasks-other": {"database": SECOND}}}
+    with pytest.raises(CommandError, match="lives on database"):
+        call_command("runworker", "-q", "tasks-other", "--database", "default", "--burst", "-v0")
