@@ -18,11 +18,12 @@ class MQLiteConfig(AppConfig):
 
 
 def _sync_declared_queues(using: str, **kwargs: Any) -> None:
-    """After ``migrate``, create or update the queues declared in ``MQLITE["QUEUES"]``."""
+    """After ``migrate`` on a database, create or update the queues ``MQLITE["QUEUES"]``
+    declares there (those without ``"database"`` live on ``MQLITE["DATABASE"]``)."""
     from .conf import mqlite_settings
     from .engine.queues import sync_declared
     from .tasks.declared import declared_queues
 
-    if using != mqlite_settings.DATABASE or not mqlite_settings.QUEUES:
+    if not mqlite_settings.QUEUES:
         return
     sync_declared(declared_queues(), using=using)

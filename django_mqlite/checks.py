@@ -31,7 +31,36 @@ def _db() -> tuple[str, dict[str, Any]]:
 
 @register()
 def check_database(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
-    alias, conf = _db()
+    from .engine.core import queue_databases
+
+    out = _check_declared_databases()
+    if out:
+        return out
+    for alias in queue_databases():
+        out.extend(_check_one_database(alias, settings.DATABASES.get(alias, {})))
+    return out
+
+
+def _check_declared_databases() -> list[CheckMessage]:
+    """Each ``"database"`` of a declared queue names an alias of ``DATABASES``."""
+    declared = mqlite_settings.QUEUES
+    out: list[CheckMessage] = []
+    for name, options in declared.items() if isinstance(declared, dict) else ():
+        alias = options.get("database") if isinstance(options, dict) else None
+        if alias is not None and (not isinstance(alias, str) or alias not in settings.DATABASES):
+            out.append(
+                Error(
+                    f'MQLITE["QUEUES"][{name!r}] names the database {alias!r}, which is not '
+                    "in DATABASES.",
+                    hint='Set "database" to one of your database aliases, or leave it out '
+                    "(the queue then lives on MQLITE['DATABASE']).",
+                    id="django_mqlite.E006",
+                )
+            )
+    return out
+
+
+def _check_one_database(alias: str, conf: dict[str, Any]) -> list[CheckMessage]:
     if not conf:
         return [
             Error(

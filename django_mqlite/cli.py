@@ -277,42 +277,33 @@ def purge(out: OutputWrapper, o: dict[str, Any]) -> None:
 
 
 def health(out: OutputWrapper, o: dict[str, Any]) -> None:
-    """Exit non-zero when the database is unreachable, fewer than --min-workers live
-    workers heartbeat, or the oldest active message is older than --max-age."""
-    report: dict[str, Any] = {"database": False, "workers": 0, "oldest_active_age": None}
-    problems = []
-    alias = core.alias_of(o["database"])
-    try:
-        with connections[alias].cursor() as cursor:
-            cursor.execute("SELECT 1")
-        report["database"] = True
-    except Exception as exc:
-        problems.append(f"database {alias!r} unreachable: {exc}")
-    if report["database"]:
-        from .models import Worker
+    """Exit non-zero when a queue database is unreachable, fewer than --min-workers live
+    workers heartbeat on one, or the oldest active message is older than --max-age.
+    Without --database every queue database is probed; ``workers`` is the fewest live
+    workers any of them has."""
+    report: dict[str, Any] = {"database": True, "workers": None, "oldest_active_age": None}
+    problems: list[str] = []
+    for alias in [o["database"]] if o["database"] else core.queue_databases():
+        workers, oldest = _probe(alias, problems)
+        report["database"] = report["database"] and workers is not None
+        if workers is None:
+            continue
+        if report["workers"] is None or workers < report["workers"]:
+            report["workers"] = workers
+        if workers < o["min_workers"]:
+            problems.append(f"{workers} live worker(s) on {alias!r}, need {o['min_workers']}")
+        if oldest is not None and (report["oldest_active_age"] or 0) <= oldest:
+            report["oldest_active_age"] = oldest
+    report["workers"] = report["workers"] or 0
+    oldest = report["oldest_active_age"]
+    if o["max_age"] is not None and oldest is not None and oldest > o["max_age"]:
+        problems.append(f"oldest active message is {oldest:.1f}s old (> {o['max_age']:g}s)")
+    if o.get("worker") is not None:
+        from .liveness import report as worker_report
 
-        stale_ms = int(float(mqlite_settings.WORKER_STALE_AFTER) * 1000)
-        report["workers"] = (
-            Worker.objects.using(alias)
-            .filter(stopped_at=None, last_seen__gt=now_ms() - stale_ms)
-            .count()
-        )
-        if report["workers"] < o["min_workers"]:
-            problems.append(f"{report['workers']} live worker(s), need {o['min_workers']}")
-        ages = [
-            s.oldest_active_age
-            for s in mq.stats(using=alias).values()
-            if s.oldest_active_age is not None
-        ]
-        report["oldest_active_age"] = max(ages, default=None)
-        oldest = report["oldest_active_age"]
-        if o["max_age"] is not None and oldest is not None and oldest > o["max_age"]:
-            problems.append(f"oldest active message is {oldest:.1f}s old (> {o['max_age']:g}s)")
-        if o.get("worker") is not None:
-            from .liveness import report as worker_report
-
-            report["self"], found = worker_report(o["worker"], alias)
-            problems += found
+        alias = o["database"] or mqlite_settings.DATABASE
+        report["self"], found = worker_report(o["worker"], alias)
+        problems += found
     report["healthy"] = not problems
     report["problems"] = problems
     if o["json"]:
@@ -325,3 +316,28 @@ def health(out: OutputWrapper, o: dict[str, Any]) -> None:
         raise CommandError("unhealthy: " + "; ".join(problems), returncode=1)
     if not o["json"]:
         out.write("healthy")
+
+
+def _probe(alias: str, problems: list[str]) -> tuple[int | None, float | None]:
+    """(live workers, oldest active age) on database ``alias``; (None, None) when it
+    does not answer."""
+    try:
+        with connections[alias].cursor() as cursor:
+            cursor.execute("SELECT 1")
+    except Exception as exc:
+        problems.append(f"database {alias!r} unreachable: {exc}")
+        return None, None
+    from .models import Worker
+
+    stale_ms = int(float(mqlite_settings.WORKER_STALE_AFTER) * 1000)
+    workers = (
+        Worker.objects.using(alias)
+        .filter(stopped_at=None, last_seen__gt=now_ms() - stale_ms)
+        .count()
+    )
+    ages = [
+        s.oldest_active_age
+        for s in mq.stats(using=alias).values()
+        if s.oldest_active_age is not None
+    ]
+    return workers, max(ages, default=None)

@@ -53,6 +53,9 @@ DEFAULTS: dict[str, Any] = {
     "API_MAX_RESPONSE_BYTES": 8 * 1024 * 1024,
     # Tasks queues that accept sends from the HTTP API (and other remote surfaces).
     "OPEN_TASK_QUEUES": [],
+    # LISTEN connections by database alias: {alias: {settings overriding DATABASES[alias]}}
+    # (e.g. {"PORT": 5432} to reach PostgreSQL itself behind PgBouncer), or False: no LISTEN.
+    "LISTEN": {},
     # Periodic schedules: {name: {"cron": "*/5 * * * *", "task": "path" | "queue": ..., ...}}.
     "PERIODIC": {},
     # SQS-compatible endpoint: {"CREDENTIALS": {key id: secret | {"secret", "user"}},

@@ -14,7 +14,6 @@ from typing import Any
 
 from django.db import connections
 
-from .engine import core
 from .engine.maintenance import reap
 
 logger = logging.getLogger("django_mqlite.reaper")
@@ -23,7 +22,8 @@ logger = logging.getLogger("django_mqlite.reaper")
 class Reaper:
     def __init__(self, *, interval_s: float = 1.0, using: str | None = None) -> None:
         self.interval_s = interval_s
-        self.using = core.alias_of(using)
+        #: None: every queue database (``mq.reap`` covers them all).
+        self.using = using
         self._stopping = threading.Event()
 
     def run_once(self) -> dict[str, int]:
@@ -43,7 +43,7 @@ class Reaper:
                         report(counts)
                 except Exception:
                     logger.exception("reaper pass failed")
-                    connections[self.using].close()
+                    connections.close_all()
                 self._stopping.wait(self.interval_s)
         finally:
             for signum, handler in previous.items():

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -46,6 +47,34 @@ def workers(tmp_path: Any) -> Iterator[Any]:
 def clock() -> Iterator[mq.clock.FrozenClock]:
     with mq.clock.frozen() as c:
         yield c
+
+
+@pytest.fixture(scope="session")
+def django_db_keepdb(request: pytest.FixtureRequest) -> bool:
+    """pytest-django's ``--reuse-db`` switch; always on through PgBouncer.
+
+    CREATE/DROP DATABASE through a transaction-pooling PgBouncer is awkward (its pooled
+    server connections keep the database busy), so under ``MQLITE_TEST_DB=pgbouncer``
+    the test databases are made afresh on PostgreSQL itself, here, and Django is told to
+    keep them: it then only runs the migrations, through PgBouncer.
+    """
+    if os.environ.get("MQLITE_TEST_DB") == "pgbouncer":
+        _create_directly()
+        return True
+    return bool(request.config.getvalue("reuse_db"))
+
+
+def _create_directly() -> None:
+    import psycopg
+    from django.conf import settings
+
+    port = os.environ.get("PGPORT", "5432")
+    for conf in settings.DATABASES.values():
+        name = conf["TEST"]["NAME"]
+        dsn = f"host={conf['HOST']} port={port} user={conf['USER']} dbname=postgres"
+        with psycopg.connect(dsn, autocommit=True, password=conf["PASSWORD"] or None) as pg:
+            pg.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            pg.execute(f'CREATE DATABASE "{name}"')
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -16,7 +16,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from django.db import connection
+from django.db import connection, connections
+
+from .settings import SECOND
 
 ROOT = Path(__file__).resolve().parent.parent
 MANAGE = ROOT / "tests" / "workerproject" / "manage.py"
@@ -51,6 +53,7 @@ class Workers:
             "DJANGO_SETTINGS_MODULE": "tests.workerproject.settings",
             "MQLITE_TEST_DB": os.environ.get("MQLITE_TEST_DB", "sqlite"),
             "MQLITE_TEST_DB_NAME": str(connection.settings_dict["NAME"]),
+            "MQLITE_TEST_DB2_NAME": str(connections[SECOND].settings_dict["NAME"]),
             "MQLITE_TEST_LOG": str(self.log),
             "MQLITE_TEST_OVERRIDES": json.dumps(overrides or {}),
         }

@@ -6,6 +6,7 @@ import hashlib
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 BASE_DIR = Path(__file__).resolve().parent
 SECRET_KEY = "tests-only-not-secret"
@@ -17,43 +18,62 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 _CHECKOUT = hashlib.sha256(str(BASE_DIR).encode()).hexdigest()[:8]
 DB = os.environ.get("MQLITE_TEST_DB", "sqlite")
-if DB == "postgres":
-    DATABASES = {
-        "default": {
-            "ENGINE": "django.db.backends.postgresql",
-            "NAME": os.environ.get("PGDATABASE", "test"),
-            "USER": os.environ.get("PGUSER", "postgres"),
-            "HOST": os.environ.get("PGHOST", "127.0.0.1"),
-            "PORT": os.environ.get("PGPORT", "5432"),
-            "PASSWORD": os.environ.get("PGPASSWORD", ""),
-            # One test database per checkout, so parallel checkouts never share one.
-            "TEST": {"NAME": os.environ.get("MQLITE_TEST_PGNAME", f"test_mqlite_{_CHECKOUT}")},
-        }
-    }
-elif DB == "sqlite":
-    # A file, not :memory:, so worker threads and processes share it (WAL).
-    _dir = os.environ.get("MQLITE_TEST_DIR") or tempfile.gettempdir()
-    DATABASES = {
-        "default": {
-            "ENGINE": "django.db.backends.sqlite3",
-            "NAME": str(Path(_dir) / "mqlite-tests.sqlite3"),
-            "OPTIONS": {
-                "transaction_mode": "IMMEDIATE",
-                "timeout": 30,
-                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
-            },
-            "TEST": {
-                "NAME": str(Path(_dir) / f"mqlite-test-{os.getpid()}.sqlite3"),
-            },
-        }
-    }
-else:  # pragma: no cover
-    raise RuntimeError(f"MQLITE_TEST_DB must be sqlite or postgres, not {DB!r}")
+#: The second database alias, for queues declared on another database
+#: (``"database": "queues2"``); tests that touch it say so with ``databases=``.
+SECOND = "queues2"
 
-# A child process started by a test (a real ``runworker``) uses the test database the
-# parent pytest process created: the parent passes its actual NAME here.
+
+def _postgres(suffix: str) -> dict[str, Any]:
+    # One test database per checkout, so parallel checkouts never share one.
+    test_name = os.environ.get("MQLITE_TEST_PGNAME", f"test_mqlite_{_CHECKOUT}") + suffix
+    return {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": os.environ.get("PGDATABASE", "test"),
+        "USER": os.environ.get("PGUSER", "postgres"),
+        "HOST": os.environ.get("PGHOST", "127.0.0.1"),
+        "PORT": os.environ.get("PGPORT", "5432"),
+        "PASSWORD": os.environ.get("PGPASSWORD", ""),
+        "TEST": {"NAME": test_name},
+    }
+
+
+def _sqlite(suffix: str) -> dict[str, Any]:
+    # A file, not :memory:, so worker threads and processes share it (WAL).
+    tmp = Path(os.environ.get("MQLITE_TEST_DIR") or tempfile.gettempdir())
+    return {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": str(tmp / f"mqlite-tests{suffix}.sqlite3"),
+        "OPTIONS": {
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 30,
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        },
+        "TEST": {"NAME": str(tmp / f"mqlite-test{suffix}-{os.getpid()}.sqlite3")},
+    }
+
+
+if DB == "postgres":
+    DATABASES = {"default": _postgres(""), SECOND: _postgres("_q2")}
+elif DB == "pgbouncer":
+    # PostgreSQL through PgBouncer in transaction-pooling mode (.ci/pgbouncer-up), with
+    # the settings Django documents for it. The test databases are created on
+    # PostgreSQL itself (tests/pgbouncer.py); LISTEN goes there directly too.
+    DATABASES = {"default": _postgres("_pgb"), SECOND: _postgres("_pgb_q2")}
+    for _db in DATABASES.values():
+        _db["PORT"] = os.environ.get("MQLITE_PGBOUNCER_PORT", "6432")
+        _db["DISABLE_SERVER_SIDE_CURSORS"] = True
+        _db["OPTIONS"] = {"prepare_threshold": None}
+elif DB == "sqlite":
+    DATABASES = {"default": _sqlite(""), SECOND: _sqlite("-q2")}
+else:  # pragma: no cover
+    raise RuntimeError(f"MQLITE_TEST_DB must be sqlite, postgres or pgbouncer, not {DB!r}")
+
+# A child process started by a test (a real ``runworker``) uses the test databases the
+# parent pytest process created: the parent passes their actual NAMEs here.
 if os.environ.get("MQLITE_TEST_DB_NAME"):
     DATABASES["default"]["NAME"] = os.environ["MQLITE_TEST_DB_NAME"]
+if os.environ.get("MQLITE_TEST_DB2_NAME"):
+    DATABASES[SECOND]["NAME"] = os.environ["MQLITE_TEST_DB2_NAME"]
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -92,6 +112,9 @@ TEMPLATES = [
 ]
 STATIC_URL = "static/"
 MQLITE: dict[str, object] = {"QUEUES": {}}
+if DB == "pgbouncer":
+    _direct = {"PORT": os.environ.get("PGPORT", "5432")}
+    MQLITE["LISTEN"] = {"default": _direct, SECOND: _direct}
 
 # Django Tasks: django.tasks on Django 6.x, the django-tasks backport on 5.2.
 import django  # noqa: E402

@@ -138,18 +138,19 @@ def redrive_selected(
     asked = done = 0
     for queue, seqs in _batches(queryset):
         asked += len(seqs)
-        done += redrive(queue, seqs=seqs)
+        done += redrive(queue, seqs=seqs, using=queryset.db)
     _report(modeladmin, request, done, asked, "redriven")
 
 
 class RedriveTargetForm(forms.Form):
     to_queue = forms.ChoiceField(label=gettext_lazy("Target queue"), choices=())
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, using: str, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         field = self.fields["to_queue"]
         assert isinstance(field, forms.ChoiceField)
-        field.choices = [(q.name, q.name) for q in list_queues()]
+        # Dead letters move within their database: the target is one of its queues.
+        field.choices = [(q.name, q.name) for q in list_queues(using=using)]
 
 
 @admin.action(
@@ -160,13 +161,13 @@ def redrive_selected_to_queue(
 ) -> TemplateResponse | None:
     """An intermediate page picks the target queue; then the dead letters move there."""
     _require(request, REDRIVE_PERMISSION)
-    form = RedriveTargetForm(request.POST if request.POST.get("post") else None)
+    form = RedriveTargetForm(request.POST if request.POST.get("post") else None, using=queryset.db)
     if form.is_bound and form.is_valid():
         target = form.cleaned_data["to_queue"]
         asked = done = 0
         for queue, seqs in _batches(queryset):
             asked += len(seqs)
-            done += redrive(queue, seqs=seqs, to_queue=target)
+            done += redrive(queue, seqs=seqs, to_queue=target, using=queryset.db)
         _report(modeladmin, request, done, asked, "redriven")
         return None
     return _confirm(
@@ -191,7 +192,7 @@ def purge_selected(
         asked = done = 0
         for queue, seqs in _batches(queryset):
             asked += len(seqs)
-            done += purge(queue, seqs=seqs)
+            done += purge(queue, seqs=seqs, using=queryset.db)
         _report(modeladmin, request, done, asked, "purged")
         return None
     return _confirm(
@@ -225,7 +226,7 @@ def _whole_queues(
         left = WHOLE_QUEUE_LIMIT - done
         if left <= 0:
             break
-        done += verb(queue.name, limit=left)
+        done += verb(queue.name, limit=left, using=queryset.db)
     if done >= WHOLE_QUEUE_LIMIT:
         modeladmin.message_user(
             request,

@@ -26,8 +26,8 @@ class Gauges:
         return f"{EXACT_COUNT_CAP:,}+" if n > EXACT_COUNT_CAP else f"{n:,}"
 
 
-def gauges(queue_id: int) -> Gauges:
-    rows = Message.objects.filter(queue_id=queue_id)
+def gauges(queue_id: int, using: str) -> Gauges:
+    rows = Message.objects.using(using).filter(queue_id=queue_id)
     counts = {s.value: capped_count(rows.filter(state=s.value)) for s in State}
     oldest = (
         rows.filter(state=State.ACTIVE.value)

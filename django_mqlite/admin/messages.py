@@ -16,12 +16,22 @@ from ..engine.types import State
 from ..models import DeadLetter, Message, Queue
 from . import actions, format
 from .base import ReadOnlyAdmin
+from .databases import OnQueueDatabase, selected
 
 
-def _queue_ids() -> list[int]:
+def _queue_ids(using: str) -> list[int]:
     # Filtering on an explicit list of queues lets the (queue, state, seq) index serve a
     # state filter across all queues: one index range per queue instead of a table scan.
-    return list(Queue.objects.values_list("id", flat=True))
+    return list(Queue.objects.using(using).values_list("id", flat=True))
+
+
+class QueueFilter(admin.RelatedFieldListFilter):
+    """The queues of the database shown (Django's own filter would list the default
+    database's)."""
+
+    def field_choices(self, field: Any, request: HttpRequest, model_admin: Any) -> Any:
+        rows = Queue.objects.using(selected(request)).order_by("name")
+        return list(rows.values_list("pk", "name"))
 
 
 class StateFilter(admin.SimpleListFilter):
@@ -33,7 +43,7 @@ class StateFilter(admin.SimpleListFilter):
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         if self.value() in {s.value for s in State}:
-            return queryset.filter(queue_id__in=_queue_ids(), state=self.value())
+            return queryset.filter(queue_id__in=_queue_ids(queryset.db), state=self.value())
         return queryset
 
 
@@ -48,8 +58,10 @@ class ReasonFilter(admin.SimpleListFilter):
     SHOWN = 25
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        using = selected(request)
         latest = (
-            DeadLetter.objects.filter(queue_id__in=_queue_ids(), state=State.DEAD_LETTERED.value)
+            DeadLetter.objects.using(using)
+            .filter(queue_id__in=_queue_ids(using), state=State.DEAD_LETTERED.value)
             .order_by("-seq")
             .values_list("dead_letter_reason", flat=True)[: self.SAMPLE]
         )
@@ -61,7 +73,7 @@ class ReasonFilter(admin.SimpleListFilter):
         return queryset if value is None else queryset.filter(dead_letter_reason=value)
 
 
-class MessageAdmin(ReadOnlyAdmin):
+class MessageAdmin(OnQueueDatabase, ReadOnlyAdmin):
     list_display = (
         "seq",
         "queue",
@@ -73,7 +85,7 @@ class MessageAdmin(ReadOnlyAdmin):
         "enqueued",
         "body_preview",
     )
-    list_filter: ClassVar[tuple[Any, ...]] = ("queue", StateFilter)
+    list_filter: ClassVar[tuple[Any, ...]] = (("queue", QueueFilter), StateFilter)
     list_select_related = ("queue",)
     # Exact matches (prefix for subjects): a substring search cannot use any index.
     search_fields = ("=message_id", "=group_id", "^subject")
@@ -190,7 +202,7 @@ class DeadLetterAdmin(MessageAdmin):
         "dead_lettered",
         "body_preview",
     )
-    list_filter = ("queue", ReasonFilter)
+    list_filter = (("queue", QueueFilter), ReasonFilter)
     ordering = ("-seq",)
     actions = (
         actions.redrive_selected,
@@ -200,7 +212,7 @@ class DeadLetterAdmin(MessageAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         qs = super().get_queryset(request).defer(None).defer("body", "result")
-        return qs.filter(queue_id__in=_queue_ids(), state=State.DEAD_LETTERED.value)
+        return qs.filter(queue_id__in=_queue_ids(qs.db), state=State.DEAD_LETTERED.value)
 
     @admin.display(description="description")
     def description(self, obj: Message) -> str:

@@ -24,6 +24,7 @@ from ..exceptions import QueueNotFoundError
 from ..models import Queue
 from . import actions, charts, format
 from .base import ReadOnlyAdmin
+from .databases import OnQueueDatabase
 from .gauges import Gauges, gauges
 
 SETTINGS = (*QUEUE_OPTIONS, "created")
@@ -35,7 +36,7 @@ def _gauges(obj: Queue) -> Gauges:
     # Every gauge column of a row reads the same numbers: fetch them once per row.
     cached: Gauges | None = getattr(obj, "_mqlite_gauges", None)
     if cached is None:
-        cached = gauges(obj.pk)
+        cached = gauges(obj.pk, obj._state.db or "default")
         obj._mqlite_gauges = cached  # type: ignore[attr-defined]
     return cached
 
@@ -50,7 +51,7 @@ def _gauge(obj: Queue, state: State) -> SafeString:
     )
 
 
-class QueueAdmin(ReadOnlyAdmin):
+class QueueAdmin(OnQueueDatabase, ReadOnlyAdmin):
     list_display = (
         "name",
         "ordering",
@@ -109,7 +110,11 @@ class QueueAdmin(ReadOnlyAdmin):
     def dead_letters(self, obj: Queue) -> SafeString:
         url = reverse("admin:django_mqlite_deadletter_changelist")
         return format_html(
-            '<a href="{}?queue__id__exact={}">{}</a>', url, obj.pk, _gauge(obj, State.DEAD_LETTERED)
+            '<a href="{}?database={}&amp;queue__id__exact={}">{}</a>',
+            url,
+            obj._state.db,
+            obj.pk,
+            _gauge(obj, State.DEAD_LETTERED),
         )
 
     @admin.display(description="oldest active")
@@ -152,7 +157,7 @@ class QueueAdmin(ReadOnlyAdmin):
 
     @admin.display(description="messages by state (exact)")
     def live_stats(self, obj: Queue) -> SafeString:
-        s = stats(obj.name)
+        s = stats(obj.name, using=obj._state.db)
         rows = format_html_join(
             "",
             '<tr><th>{}</th><td class="mqlite-count" data-state="{}">{}</td></tr>',
@@ -166,7 +171,7 @@ class QueueAdmin(ReadOnlyAdmin):
 
     @admin.display(description="lifetime totals")
     def lifetime_totals(self, obj: Queue) -> SafeString:
-        s = stats(obj.name)
+        s = stats(obj.name, using=obj._state.db)
         rows = format_html_join(
             "", "<tr><th>{}</th><td>{}</td></tr>", ((k, f"{v:,}") for k, v in s.totals.items())
         )

@@ -20,6 +20,7 @@ from ..engine.clock import now_ms
 from ..models import Worker
 from . import format
 from .base import ReadOnlyAdmin
+from .databases import OnQueueDatabase
 
 #: How long a worker that stopped or went silent stays listed.
 RECENT_S = 24 * 3600
@@ -53,7 +54,7 @@ class StatusFilter(admin.SimpleListFilter):
         return queryset
 
 
-class WorkerAdmin(ReadOnlyAdmin):
+class WorkerAdmin(OnQueueDatabase, ReadOnlyAdmin):
     list_display = (
         "host",
         "pid",

@@ -91,7 +91,7 @@ async def areceive(
         if got or remaining <= 0:
             return got
         if not listening:  # about to wait for the first time (no query: reads the vendor)
-            listen.ensure_listener(core.alias_of(using))
+            listen.ensure_listener(core.alias_of(using, queue))
             listening = True
         await wakeup.await_signal(queue, min(delay, remaining), since)
         delay = min(delay * 2, POLL_MAX_S)

@@ -123,7 +123,7 @@ def receive(
     except ValueError:
         raise InvalidArgumentError("mode must be 'peek_lock' or 'receive_and_delete'") from None
     attempt = core.check_str(attempt_id, "attempt_id")
-    alias = core.alias_of(using)
+    alias = core.alias_of(using, queue)
     deadline = time.monotonic() + wait_ms / 1000
     delay = 0.01
     while True:
@@ -257,7 +257,7 @@ def receive_deferred(
     lock_ms = core.optional_lock_ms(lock_duration)
     if not wanted:
         return []
-    alias = core.alias_of(using)
+    alias = core.alias_of(using, queue)
     cursor, dialect = core.ctx(alias)
     with transaction.atomic(using=alias):
         q = core.load_queue(cursor, queue)

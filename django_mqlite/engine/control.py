@@ -28,7 +28,7 @@ def resume_queue(name: str, *, using: str | None = None) -> Queue:
 
 def _set_paused(name: str, paused: bool, using: str | None) -> Queue:
     core.check_queue_name(name)
-    alias = core.alias_of(using)
+    alias = core.alias_of(using, name)
     cursor, dialect = core.ctx(alias)
     with transaction.atomic(using=alias):
         cursor.execute("UPDATE mqlite_queue SET paused = %s WHERE name = %s", [paused, name])

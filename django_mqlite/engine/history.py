@@ -172,7 +172,7 @@ def history(queue: str, *, minutes: int = 60, using: str | None = None) -> list[
     lifetime total (``mq.stats(queue).totals``) grew in that minute, and ``depth``: the
     messages per state at the end of the minute (now, for the last bucket), or ``None``
     for a minute no reaper sampled. See the module docstring for how minutes are drawn."""
-    return history_of([queue], minutes=minutes, using=using)[queue]
+    return history_of([queue], minutes=minutes, using=core.alias_of(using, queue))[queue]
 
 
 def history_of(

@@ -33,7 +33,7 @@ def peek(
             raise InvalidArgumentError(
                 f"state must be one of {', '.join(s.value for s in State)}"
             ) from None
-    alias = core.alias_of(using)
+    alias = core.alias_of(using, queue)
     cursor, dialect = core.ctx(alias)
     q = core.load_queue(cursor, queue)
     where = "queue_id = %s AND seq > %s"
@@ -64,14 +64,19 @@ def peek(
 
 
 def stats(queue: str | None = None, *, using: str | None = None) -> Any:
-    """``QueueStats`` of one queue, or a dict of them by name when ``queue`` is None."""
-    alias = core.alias_of(using)
-    cursor, _ = core.ctx(alias)
+    """``QueueStats`` of one queue, or a dict of them by name when ``queue`` is None
+    (without ``using``: the queues of every queue database, see ``core.listed_on``)."""
     if queue is not None:
+        cursor, _ = core.ctx(core.alias_of(using, queue))
         return _stats_one(cursor, core.load_queue(cursor, queue))
-    cursor.execute(f"SELECT {core.QUEUE_COLUMNS} FROM mqlite_queue ORDER BY name")
-    rows = [core.QueueRow(*r) for r in cursor.fetchall()]
-    return {q.name: _stats_one(cursor, q) for q in rows}
+    found: dict[str, QueueStats] = {}
+    for alias, shown in core.listed_on(using):
+        cursor, _ = core.ctx(alias)
+        cursor.execute(f"SELECT {core.QUEUE_COLUMNS} FROM mqlite_queue ORDER BY name")
+        for q in [core.QueueRow(*r) for r in cursor.fetchall()]:
+            if shown(q.name):
+                found[q.name] = _stats_one(cursor, q)
+    return dict(sorted(found.items()))
 
 
 def _stats_one(cursor: Any, q: core.QueueRow) -> QueueStats:

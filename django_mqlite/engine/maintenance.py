@@ -314,8 +314,16 @@ def result_retention(alias: str) -> int:
 
 
 def reap(*, using: str | None = None) -> dict[str, int]:
-    """Run every maintenance pass once; returns counts by pass."""
-    alias = core.alias_of(using)
+    """Run every maintenance pass once on ``using`` (default: on every queue database);
+    returns counts by pass (summed over the databases)."""
+    total: dict[str, int] = {}
+    for alias in [using] if using else core.queue_databases():
+        for name, n in _reap(alias).items():
+            total[name] = total.get(name, 0) + n
+    return total
+
+
+def _reap(alias: str) -> dict[str, int]:
     # Sampling first: a minute's sample shows the queue as the minute ended, before this
     # pass's own changes (which belong to the new minute).
     sampled = history.sample(alias)

@@ -9,6 +9,7 @@ from typing import Any
 
 from django.db import transaction
 
+from ..conf import mqlite_settings
 from ..exceptions import InvalidArgumentError, QueueExistsError, QueueNotEmptyError
 from . import core, limits
 from .clock import now_ms
@@ -147,7 +148,7 @@ def create_queue(name: str, *, using: str | None = None, **options: Any) -> Queu
     core.check_queue_name(name)
     given = _columns(options)
     cols = {**_columns(_DEFAULTS), **given}
-    alias = core.alias_of(using)
+    alias = core.alias_of(using, name)
     cursor, _ = core.ctx(alias)
     with transaction.atomic(using=alias):
         _check_forward(cursor, name, given)
@@ -180,7 +181,7 @@ def update_queue(name: str, *, using: str | None = None, **options: Any) -> Queu
     were laid out under the old ordering.
     """
     cols = _columns(options)
-    alias = core.alias_of(using)
+    alias = core.alias_of(using, name)
     cursor, _ = core.ctx(alias)
     with transaction.atomic(using=alias):
         current = core.load_queue(cursor, name)
@@ -212,21 +213,27 @@ def _live_count(cursor: Any, queue_id: int, *, any_state: bool = False) -> int:
 
 def get_queue(name: str, *, using: str | None = None) -> Queue:
     """The queue named ``name``; raises ``QueueNotFoundError`` when there is none."""
-    cursor, _ = core.ctx(core.alias_of(using))
+    cursor, _ = core.ctx(core.alias_of(using, name))
     return core.load_queue(cursor, name).public()
 
 
 def list_queues(*, using: str | None = None) -> list[Queue]:
-    """Every queue, by name."""
-    cursor, _ = core.ctx(core.alias_of(using))
-    cursor.execute(f"SELECT {core.QUEUE_COLUMNS} FROM mqlite_queue ORDER BY name")
-    return [core.QueueRow(*r).public() for r in cursor.fetchall()]
+    """Queues by name (without ``using``: those of every queue database)."""
+    found: dict[str, Queue] = {}
+    for alias, shown in core.listed_on(using):
+        cursor, _ = core.ctx(alias)
+        cursor.execute(f"SELECT {core.QUEUE_COLUMNS} FROM mqlite_queue ORDER BY name")
+        for r in cursor.fetchall():
+            row = core.QueueRow(*r)
+            if shown(row.name):
+                found[row.name] = row.public()
+    return [found[n] for n in sorted(found)]
 
 
 def delete_queue(name: str, *, force: bool = False, using: str | None = None) -> None:
     """Delete a queue and everything in it. Refuses a queue that holds any message
     (live ones, dead letters, kept results) unless ``force=True``."""
-    alias = core.alias_of(using)
+    alias = core.alias_of(using, name)
     cursor, _ = core.ctx(alias)
     with transaction.atomic(using=alias):
         q = core.load_queue(cursor, name)
@@ -242,14 +249,22 @@ def delete_queue(name: str, *, force: bool = False, using: str | None = None) ->
 
 
 def sync_declared(declared: Mapping[str, Mapping[str, Any]], *, using: str | None = None) -> int:
-    """Create the queues declared in ``MQLITE["QUEUES"]`` and bring the options each
-    declaration gives to their declared values; returns how many."""
+    """Create the queues ``MQLITE["QUEUES"]`` declares on database ``using`` (default:
+    the queue database) and bring the options each declaration gives to their declared
+    values; returns how many."""
     if not isinstance(declared, Mapping):
         raise InvalidArgumentError('MQLITE["QUEUES"] must be a dict of {name: {options}}')
+    alias = core.alias_of(using)
+    done = 0
     for name, options in declared.items():
-        options = dict(options or {})
+        # Each declared queue is created on its own database only (by default the
+        # queue database): ``migrate --database X`` creates the queues that live on X.
+        opts = dict(options or {})
+        if (opts.pop("database", None) or mqlite_settings.DATABASE) != alias:
+            continue
         try:
-            create_queue(name, using=using, **options)
+            create_queue(name, using=alias, **opts)
         except QueueExistsError:
-            update_queue(name, using=using, **options)
-    return len(declared)
+            update_queue(name, using=alias, **opts)
+        done += 1
+    return done

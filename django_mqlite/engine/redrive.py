@@ -43,9 +43,11 @@ def redrive(
     wanted = _check_seqs(seqs)
     if limit is not None:
         core.check_int(limit, "limit", 1, 2**62)
-    alias = core.alias_of(using)
+    alias = core.alias_of(using, queue)
     cursor, dialect = core.ctx(alias)
     source = core.load_queue(cursor, queue)
+    if to_queue is not None:
+        core.alias_of(alias, to_queue)  # both queues must live on one database
     target = source if to_queue is None else core.load_queue(cursor, to_queue)
     moved = 0
     last = 0
@@ -173,7 +175,7 @@ def purge(
     wanted = _check_seqs(seqs)
     if limit is not None:
         core.check_int(limit, "limit", 1, 2**62)
-    alias = core.alias_of(using)
+    alias = core.alias_of(using, queue)
     cursor, dialect = core.ctx(alias)
     q = core.load_queue(cursor, queue)
     removed = 0
@@ -218,7 +220,7 @@ def bury(
     core.check_seq(seq)
     if not isinstance(reason, str) or not reason or len(reason) > 128:
         raise InvalidArgumentError("reason must be a non-empty string of at most 128")
-    alias = core.alias_of(using)
+    alias = core.alias_of(using, queue)
     cursor, dialect = core.ctx(alias)
     with transaction.atomic(using=alias):
         q = core.load_queue(cursor, queue)

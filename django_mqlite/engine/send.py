@@ -167,7 +167,7 @@ def send_batch(
 def _send(
     queue: str, messages: Sequence[OutMessage], *, using: str | None, single: bool
 ) -> list[int]:
-    alias = core.alias_of(using)
+    alias = core.alias_of(using, queue)
     cursor, dialect = core.ctx(alias)
     with transaction.atomic(using=alias):
         q = core.load_queue(cursor, queue)
@@ -297,7 +297,7 @@ def _insert(
 
 def cancel_scheduled(queue: str, seq: int, *, using: str | None = None) -> bool:
     """Remove a scheduled message that was never delivered. False if there was none."""
-    alias = core.alias_of(using)
+    alias = core.alias_of(using, queue)
     cursor, dialect = core.ctx(alias)
     core.check_seq(seq)
     with transaction.atomic(using=alias):

@@ -91,7 +91,7 @@ def _settle(
     row, and then an exact replay succeeds and anything else is LockLostError."""
     core.check_seq(seq)
     core.check_token(lock_token)
-    alias = core.alias_of(using)
+    alias = core.alias_of(using, queue)
     cursor, dialect = core.ctx(alias)
     with transaction.atomic(using=alias):
         q = core.load_queue(cursor, queue)
@@ -235,7 +235,7 @@ def complete_batch(
         return []
     if completions is not None and len(completions) != len(items):
         raise InvalidArgumentError("completions must be parallel to items")
-    alias = core.alias_of(using)
+    alias = core.alias_of(using, queue)
     cursor, dialect = core.ctx(alias)
     with transaction.atomic(using=alias):
         q = core.load_queue(cursor, queue)
@@ -414,7 +414,7 @@ def renew(
     core.check_seq(seq)
     core.check_token(lock_token)
     lock_ms = core.optional_lock_ms(lock_duration)
-    alias = core.alias_of(using)
+    alias = core.alias_of(using, queue)
     cursor, dialect = core.ctx(alias)
     with transaction.atomic(using=alias):
         q = core.load_queue(cursor, queue)
@@ -445,7 +445,7 @@ def renew_batch(
     lock_ms = core.optional_lock_ms(lock_duration)
     if not items:
         return []
-    alias = core.alias_of(using)
+    alias = core.alias_of(using, queue)
     cursor, dialect = core.ctx(alias)
     with transaction.atomic(using=alias):
         q = core.load_queue(cursor, queue)
@@ -475,7 +475,7 @@ def release(
     items = _check_items(items, MAX_COMPLETE_BATCH)
     if not items:
         return []
-    alias = core.alias_of(using)
+    alias = core.alias_of(using, queue)
     cursor, _ = core.ctx(alias)
     with transaction.atomic(using=alias):
         q = core.load_queue(cursor, queue)

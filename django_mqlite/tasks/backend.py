@@ -21,7 +21,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import IntegrityError
 from django.utils import timezone
 
-from ..engine import clock
+from ..engine import clock, core
 from ..exceptions import QueueExistsError, QueueNotFoundError
 from .compat import (
     BaseTaskBackend,
@@ -209,7 +209,7 @@ class MQLiteBackend(BaseTaskBackend):  # type: ignore[misc,unused-ignore]
         )
         result: TaskResult[Any, Any] = TaskResult(
             task=task,
-            id=str(seq),
+            id=self._result_id(task.queue_name, seq),
             status=TaskResultStatus.READY,
             enqueued_at=clock.now(),
             started_at=None,
@@ -224,19 +224,30 @@ class MQLiteBackend(BaseTaskBackend):  # type: ignore[misc,unused-ignore]
         task_enqueued.send(type(self), task_result=result)
         return result
 
+    def database_for(self, queue: str) -> str | None:
+        """A queue declared on a database (``MQLITE["QUEUES"]``) lives there; the others
+        on ``OPTIONS["database"]`` (default: the queue database)."""
+        return core.declared_database(queue) or self.database
+
+    def _result_id(self, queue: str, seq: int) -> str:
+        # Seqs are per database: a task on another database than the backend's says where.
+        alias = core.alias_of(self.database_for(queue))
+        return str(seq) if alias == core.alias_of(self.database) else f"{seq}@{alias}"
+
     def _send(self, queue: str, body: Any, **options: Any) -> int:
         from ..engine.queues import create_queue
         from ..engine.send import send
 
+        using = self.database_for(queue)
         try:
-            return send(queue, body, using=self.database, **options)
+            return send(queue, body, using=using, **options)
         except QueueNotFoundError:
             pass
         try:
-            create_queue(queue, using=self.database, **self.queue_options)
+            create_queue(queue, using=using, **self.queue_options)
         except (IntegrityError, QueueExistsError):  # created meanwhile, settings its own
             pass
-        return send(queue, body, using=self.database, **options)
+        return send(queue, body, using=using, **options)
 
     # -- results ------------------------------------------------------------------------
 
@@ -257,7 +268,9 @@ class MQLiteBackend(BaseTaskBackend):  # type: ignore[misc,unused-ignore]
         if found is None:
             return False
         queue, seq = found
-        return bury(queue, seq, "Cancelled", "cancelled by the application", using=self.database)
+        return bury(
+            queue, seq, "Cancelled", "cancelled by the application", using=self.database_for(queue)
+        )
 
     async def acancel(self, result_id: str) -> bool:
         from asgiref.sync import sync_to_async

@@ -56,7 +56,7 @@ def _body(msg: Received) -> dict[str, Any]:
         raise InvalidTaskMessage(f"body is not JSON: {exc}") from None
     if not isinstance(body, dict):
         raise InvalidTaskMessage("body is not a JSON object")
-    unknown = set(body) - {"task", "args", "kwargs", "backend"}
+    unknown = set(body) - {"task", "args", "kwargs", "backend", "run_after"}
     if unknown:
         raise InvalidTaskMessage(f"unknown envelope field(s): {', '.join(sorted(unknown))}")
     if not isinstance(body.get("task"), str):
@@ -68,6 +68,11 @@ def _body(msg: Received) -> dict[str, Any]:
         raise InvalidTaskMessage("'kwargs' must be an object")
     if not isinstance(body.get("backend", ""), str):
         raise InvalidTaskMessage("'backend' must be a string")
+    run_after = body.get("run_after")
+    if run_after is not None and (
+        not isinstance(run_after, int) or isinstance(run_after, bool) or not 0 <= run_after < 2**53
+    ):
+        raise InvalidTaskMessage("'run_after' must be epoch milliseconds")
     return body
 
 

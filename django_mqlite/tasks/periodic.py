@@ -183,7 +183,10 @@ class Ticker:
 
         key = schedule.key(occurrence)
         if schedule.queue is not None:
-            send(schedule.queue, schedule.body, message_id=key, using=self.using)
+            # The schedule's state lives on this ticker's database; the message goes to
+            # the queue's own (its message_id dedups a re-send after a failed commit).
+            using = core.declared_database(schedule.queue) or self.using
+            send(schedule.queue, schedule.body, message_id=key, using=using)
             return
         assert schedule.task is not None
         task = import_string(schedule.task)

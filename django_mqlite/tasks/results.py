@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
+from django.conf import settings
 from django.utils.module_loading import import_string
 
 from ..engine.clock import from_ms
@@ -33,7 +34,10 @@ class TaskDeadLetteredError(Exception):
 
 
 def parse_id(result_id: object) -> int | None:
-    """A result id is a message seq in decimal; anything else is no id at all."""
+    """A result id is a message seq in decimal (``"<seq>@<alias>"`` for a task on a
+    queue declared on another database than the backend's); anything else is no id."""
+    if isinstance(result_id, str) and "@" in result_id:
+        result_id = result_id.split("@", 1)[0]
     if not isinstance(result_id, str) or not result_id.isascii() or not result_id.isdigit():
         return None
     if len(result_id) > 19:
@@ -74,10 +78,15 @@ def _row(backend: MQLiteBackend, result_id: str, columns: tuple[str, ...]) -> An
     from ..models import Message
 
     seq = parse_id(result_id)
+    alias = backend.database or _default_alias()
+    if "@" in result_id:
+        alias = result_id.split("@", 1)[1]
+        if alias not in settings.DATABASES:
+            return None
     if seq is None:
         return None
     row = (
-        Message.objects.using(backend.database or _default_alias())
+        Message.objects.using(alias)
         .filter(seq=seq, subject__startswith=SUBJECT_PREFIX)
         .values(*columns)
         .first()

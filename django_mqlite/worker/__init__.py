@@ -6,7 +6,8 @@ drive it in-process the same way (``install_signals=False`` off the main thread)
 
 from __future__ import annotations
 
+from .multi import MultiWorker, build
 from .retry import backoff_delay
 from .runner import Worker
 
-__all__ = ["Worker", "backoff_delay"]
+__all__ = ["MultiWorker", "Worker", "backoff_delay", "build"]

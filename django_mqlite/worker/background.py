@@ -21,6 +21,7 @@ from ..engine.clock import now_ms
 # The NOTIFY listener lives in the engine, shared with ``areceive``; re-exported here.
 from ..engine.listen import NOTIFY_CHANNEL as NOTIFY_CHANNEL
 from ..engine.listen import Listener as Listener
+from ..engine.listen import listen_wrapper as listen_wrapper
 from ..engine.maintenance import reap
 
 logger = logging.getLogger("django_mqlite.worker")

@@ -159,7 +159,9 @@ class Worker:
             self._threads.append(periodic.ticker_loop(using=self.using))
         self.listening = dialect_for(self.using).has_listen_notify
         if self.listening:
-            self._threads.append(background.Listener(self.using))
+            self._threads.append(
+                background.Listener(self.using, on_unavailable=self._stop_listening)
+            )
         for t in self._threads:
             t.start()
         logger.info(
@@ -464,6 +466,9 @@ class Worker:
             cap_s=float(mqlite_settings.RETRY_BACKOFF_CAP),
             rng=self.rng,
         )
+
+    def _stop_listening(self) -> None:
+        self.listening = False  # no NOTIFY here: poll like SQLite does
 
     def _wake(self) -> None:
         wakeup.notify(self._wake_key)

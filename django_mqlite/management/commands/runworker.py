@@ -13,7 +13,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from ...consumers import registry
 from ...discovery import autodiscover, nothing_to_serve
 from ...exceptions import MQLiteError
-from ...worker import Worker
+from ...worker import Worker, build
+from ...worker.multi import MultiWorker
 from ...worker.prefork import Supervisor
 
 
@@ -50,7 +51,11 @@ class Command(BaseCommand):
             help="queue to serve (repeatable; default: every queue with a consumer)",
         )
         parser.add_argument(
-            "--concurrency", "-c", type=_positive_int, default=1, help="handler threads (default 1)"
+            "--concurrency",
+            "-c",
+            type=_positive_int,
+            default=1,
+            help="handler threads per database (default 1)",
         )
         parser.add_argument("--burst", action="store_true", help="exit 0 once nothing is claimable")
         parser.add_argument(
@@ -74,7 +79,12 @@ class Command(BaseCommand):
         parser.add_argument(
             "--no-reaper", action="store_true", help="do not run the reaper inside this worker"
         )
-        parser.add_argument("--database", default=None, help="database alias of the queues")
+        parser.add_argument(
+            "--database",
+            default=None,
+            help="serve only the queues on this database alias (default: each queue "
+            "on the database where it lives)",
+        )
         parser.add_argument(
             "--processes",
             "-p",
@@ -91,8 +101,8 @@ class Command(BaseCommand):
         if not registry.queues():
             raise CommandError(nothing_to_serve())
 
-        def make_worker() -> Worker:
-            return Worker(
+        def make_worker() -> Worker | MultiWorker:
+            return build(
                 options["queues"],
                 concurrency=options["concurrency"],
                 burst=options["burst"],

@@ -1,0 +1,40 @@
+"""A send to a queue on another database joins that database's transaction."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import transaction
+
+import django_mqlite as mq
+from tests.settings import SECOND
+
+from .conftest import BOTH, FAR, rows
+
+pytestmark = [pytest.mark.django_db(databases=BOTH), pytest.mark.usefixtures("declared")]
+
+
+class BoomError(Exception):
+    pass
+
+
+def test_rollback_on_the_queues_database_leaves_nothing() -> None:
+    with pytest.raises(BoomError), transaction.atomic(using=mq.database_of(FAR)):
+        mq.send(FAR, "a")
+        mq.send_batch(FAR, [mq.OutMessage("b")])
+        assert rows(SECOND, FAR) == 2  # visible inside the transaction only
+        raise BoomError
+    assert rows(SECOND, FAR) == 0
+    assert mq.stats(FAR).totals["enqueued"] == 0
+
+
+def test_commit_on_the_queues_database_keeps_it() -> None:
+    with transaction.atomic(using=SECOND):
+        seq = mq.send(FAR, "a")
+    assert [p.seq for p in mq.peek(FAR)] == [seq]
+
+
+def test_rollback_on_another_database_does_not_undo_the_send() -> None:
+    with pytest.raises(BoomError), transaction.atomic(using="default"):
+        seq = mq.send(FAR, "a")
+        raise BoomError
+    assert [p.seq for p in mq.peek(FAR)] == [seq]
