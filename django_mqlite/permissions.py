@@ -21,6 +21,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from .conf import mqlite_settings
+from .engine.core import database_of
+from .exceptions import InvalidArgumentError
 
 VERBS = ("view", "send", "consume", "manage")
 
@@ -57,7 +59,11 @@ def permitted_queues(user: Any, verb: str, names: Iterable[str]) -> list[str]:
 def _queue_object(name: str) -> Any:
     from .models import Queue
 
-    return Queue.objects.using(mqlite_settings.DATABASE).filter(name=name).first()
+    try:
+        alias = database_of(name)
+    except InvalidArgumentError:  # not a queue name: no such queue
+        return None
+    return Queue.objects.using(alias).filter(name=name).first()
 
 
 def task_queue_names() -> set[str]:
