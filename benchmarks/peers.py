@@ -91,3 +91,23 @@ def bulk_tasks(n: int) -> None:
             )
             for _ in range(min(2000, n - start))
         )
+
+
+# django-ox (Python 3.12+): measured beside django-tasks-db when it is installed.
+OX_MISSING = "django-ox is not installed (it needs Python 3.12+: pip install django-ox)"
+
+
+def has_ox() -> bool:
+    return importlib.util.find_spec("django_ox") is not None
+
+
+def ox_worker_args() -> list[str]:
+    # --batch: exit once nothing is ready (like runworker --burst); nothing else.
+    return ["ox_worker", "--backend", "ox", "--batch"]
+
+
+def ox_pending() -> int:
+    from django_ox.models import OxTask
+
+    done = {OxTask.Status.SUCCESSFUL, OxTask.Status.FAILED}
+    return int(OxTask.objects.exclude(status__in=done).count())
