@@ -33,7 +33,8 @@ class Pool:
     """``size`` handler threads fed from a pending queue.
 
     ``backoff(attempt)`` gives the retry delay; ``wake()`` nudges the main loop when a
-    slot frees up or a completion is waiting to be flushed.
+    slot frees up or a completion is waiting to be flushed; ``observe(seconds)`` hears
+    how long each handler ran (the prefetch policy's measurement).
     """
 
     def __init__(
@@ -43,11 +44,13 @@ class Pool:
         using: str,
         backoff: Callable[[int], float],
         wake: Callable[[], None],
+        observe: Callable[[float], None] | None = None,
     ) -> None:
         self.size = size
         self.using = using
         self.backoff = backoff
         self.wake = wake
+        self.observe = observe
         self.lock = threading.Lock()
         self._ready = threading.Condition(self.lock)
         self.pending: deque[Delivery] = deque()
@@ -90,6 +93,17 @@ class Pool:
         """Messages this worker holds: waiting for a thread, running, or to complete."""
         with self.lock:
             return len(self.pending) + len(self.running) + len(self.done)
+
+    def counts(self) -> tuple[int, int, int]:
+        """(waiting for a thread, running, finished and waiting to be completed)."""
+        with self.lock:
+            return len(self.pending), len(self.running), len(self.done)
+
+    def oldest_done_age(self, now: float) -> float:
+        """Seconds since the oldest completion still waiting to be written returned."""
+        with self.lock:
+            ended = [d.ended for d in self.done if d.ended is not None]
+        return now - min(ended) if ended else 0.0
 
     def free(self) -> int:
         with self.lock:
@@ -160,10 +174,13 @@ class Pool:
         except Exception as exc:
             failure, tb = exc, traceback.format_exc()
         with self.lock:
+            d.ended = time.monotonic()
             late = d.timed_out
             if not late:
                 d.finished = True
                 self.running.discard(d)
+            if self.observe is not None and d.started is not None:
+                self.observe(d.ended - d.started)
         try:
             if msg.settled is not None:
                 pass  # the handler settled the message itself

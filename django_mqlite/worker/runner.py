@@ -16,7 +16,6 @@ import signal
 import sys
 import threading
 import time
-from collections import defaultdict
 from collections.abc import Callable, Iterable
 from types import FrameType
 from typing import Any
@@ -35,10 +34,11 @@ from ..engine.dialects import dialect_for
 from ..engine.queues import create_queue, get_queue, sync_declared
 from ..exceptions import LockLostError, QueueNotFoundError
 from ..tasks import periodic
-from . import background
+from . import background, prefetch, settlement
 from .delivery import Delivery
 from .memory import rss_mb
 from .pool import Pool
+from .prefetch import GROUP_COMMIT_S, Prefetch
 from .retry import backoff_delay
 
 logger = logging.getLogger("django_mqlite.worker")
@@ -96,7 +96,14 @@ class Worker:
         self._threads: list[Any] = []
         self._rotation = 0
         self.listening = False
-        self.pool = Pool(self.concurrency, using=self.using, backoff=self._backoff, wake=self._wake)
+        self.prefetch = Prefetch(self.concurrency)
+        self.pool = Pool(
+            self.concurrency,
+            using=self.using,
+            backoff=self._backoff,
+            wake=self._wake,
+            observe=self.prefetch.observe,
+        )
 
     # -- public -------------------------------------------------------------------------
 
@@ -259,12 +266,13 @@ class Worker:
     def _tick(self, since: Any, idle_s: float) -> float | None:
         """One pass of the loop; returns the next idle back-off, or None to stop."""
         idle_max = IDLE_MAX_LISTENING_S if self.listening else IDLE_MAX_S
-        self._flush_completions()
+        self._flush_completions(force=self.stop_reason is not None)
         self._expire_timeouts()
         self._renew_due()
         self._check_memory()
         if self.stop_reason is not None:
             self._release(self.pool.take_pending())
+            self._flush_completions()
             if not self.pool.busy():
                 return None
             if self._drain_deadline is not None and time.monotonic() > self._drain_deadline:
@@ -274,8 +282,8 @@ class Worker:
             return idle_s
         got = self._claim()
         if got:
-            if self.pool.free():
-                return IDLE_MIN_S
+            if self._room():
+                return IDLE_MIN_S  # claimed less than asked: look again at once
             idle_s = IDLE_MIN_S
         elif self._out_of_work():
             return None
@@ -301,19 +309,32 @@ class Worker:
         return False
 
     def _next_deadline(self, cap_s: float) -> float:
-        """How long the loop may sleep: until a lease needs renewing, at most ``cap_s``."""
-        now = time.monotonic()
+        """How long the loop may sleep: until a lease needs renewing, a handler's
+        timeout runs out or the group commit is due; at most ``cap_s``."""
+        now, clock_now = time.monotonic(), settlement.clock_s()
         wait = cap_s
         for d in self.pool.held():
-            wait = min(wait, d.next_renew - now)
+            wait = min(wait, d.next_renew - clock_now)
             if d.timeout is not None and d.started is not None:
                 wait = min(wait, d.started + d.timeout - now)
+        if self.pool.counts()[2]:
+            wait = min(wait, GROUP_COMMIT_S - self.pool.oldest_done_age(now))
         return max(0.001, wait)
 
-    def _claim(self) -> int:
-        want = self.pool.free()
+    def _want(self) -> int:
+        """How many messages to claim now (the prefetch policy, within max-messages)."""
+        pending, running, _ = self.pool.counts()
+        want = self.prefetch.want(pending, running)
         if self.max_messages is not None:
             want = min(want, self.max_messages - self.claimed)
+        return max(0, want)
+
+    def _room(self) -> bool:
+        """A handler thread has nothing to run."""
+        return self.pool.free() > 0
+
+    def _claim(self) -> int:
+        want = self._want()
         got = 0
         # Rotate which queue claims first, so one busy queue cannot starve the others.
         names = list(self.consumers)
@@ -325,13 +346,13 @@ class Worker:
             msgs = receive(
                 name, max_messages=want - got, worker_id=self.worker_id, using=self.using
             )
-            now, mono = now_ms(), time.monotonic()
+            now = now_ms()
             batch = []
             for m in msgs:
                 lease_s = max(
                     0.1, ((to_ms(m.locked_until) if m.locked_until else now) - now) / 1000
                 )
-                delivery = Delivery(m, consumer, lease_s, mono + lease_s / 2)
+                delivery = Delivery(m, consumer, lease_s, now / 1000 + lease_s / 2)
                 delivery.timeout = consumer.timeout_of(m)
                 batch.append(delivery)
             self.pool.submit(batch)
@@ -342,20 +363,7 @@ class Worker:
     # -- leases, timeouts, settlements --------------------------------------------------
 
     def _renew_due(self) -> None:
-        mono = time.monotonic()
-        due: dict[str, list[Delivery]] = defaultdict(list)
-        for d in self.pool.held():
-            if mono >= d.next_renew:
-                due[d.msg.queue].append(d)
-        for queue, ds in due.items():
-            for part in core.chunks(ds, settle.MAX_RENEW_BATCH):
-                ok = settle.renew_batch(queue, [d.item() for d in part], using=self.using)
-                for d, renewed in zip(part, ok, strict=True):
-                    if renewed:
-                        d.next_renew = mono + d.lease_s / 2
-                    else:
-                        d.lost = True
-                        logger.warning("%s #%s: lease lost while held", queue, d.msg.seq)
+        settlement.renew_due(self.pool, self.using)
 
     def _expire_timeouts(self) -> None:
         for d in self.pool.expire(time.monotonic()):
@@ -381,49 +389,17 @@ class Worker:
             logger.warning("%s #%s: could not abandon: %s", d.msg.queue, d.msg.seq, exc)
         d.lost = True
 
-    def _flush_completions(self) -> None:
-        by_queue: dict[str, list[Delivery]] = defaultdict(list)
-        todo = self.pool.take_done()
-        for d in todo:
-            by_queue[d.msg.queue].append(d)
-        flushed: set[int] = set()
-        for queue, ds in by_queue.items():
-            for part in core.chunks(ds, settle.MAX_COMPLETE_BATCH):
-                completions = [d.msg.completion for d in part]
-                try:
-                    ok = settle.complete_batch(
-                        queue,
-                        [d.item() for d in part],
-                        completions=completions if any(completions) else None,
-                        using=self.using,
-                    )
-                except DatabaseError:
-                    # Keep them (and their leases) for the next tick: a retry of a
-                    # batch that did commit is an exact replay and succeeds.
-                    self.pool.give_back_done([d for d in todo if id(d) not in flushed])
-                    raise
-                flushed.update(id(d) for d in part)
-                for d, done in zip(part, ok, strict=True):
-                    c = d.msg.completion
-                    if done and c is not None and c.on_completed is not None:
-                        try:
-                            c.on_completed()
-                        except Exception:
-                            logger.exception("after completing %s #%s", queue, d.msg.seq)
-                    if not done:
-                        logger.warning(
-                            "%s #%s: lease lost before completion; it will be redelivered",
-                            queue,
-                            d.msg.seq,
-                        )
+    def _flush_completions(self, force: bool = True) -> None:
+        """Write finished work: now when ``force``, else when the group commit is due."""
+        if not force:
+            pending, running, done = self.pool.counts()
+            age = self.pool.oldest_done_age(time.monotonic())
+            if not prefetch.flush_due(done, age, pending + running):
+                return
+        settlement.flush_completions(self.pool, self.using)
 
     def _release(self, ds: list[Delivery]) -> None:
-        by_queue: dict[str, list[Delivery]] = defaultdict(list)
-        for d in ds:
-            by_queue[d.msg.queue].append(d)
-        for queue, part in by_queue.items():
-            settle.release(queue, [d.item() for d in part], using=self.using)
-            logger.info("released %s unstarted message(s) of %s", len(part), queue)
+        settlement.release(ds, self.using)
 
     def _check_memory(self) -> None:
         # Checked once work has been done, so a limit below the baseline recycles after
