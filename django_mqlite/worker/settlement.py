@@ -52,7 +52,12 @@ def renew_due(pool: Pool, using: str) -> None:
 
 def flush_completions(pool: Pool, using: str) -> None:
     """Complete every finished message, one statement per queue and batch."""
-    todo = pool.take_done()
+    todo = []
+    for d in pool.take_done():
+        if d.lost:  # its lease ran out while held: another delivery may have it now
+            _after_completion(d.msg.queue, d, False)
+        else:
+            todo.append(d)
     flushed: set[int] = set()
     for queue, ds in by_queue(todo).items():
         for part in core.chunks(ds, settle.MAX_COMPLETE_BATCH):
