@@ -103,9 +103,7 @@ def defaults(ctx: Context) -> dict[str, Any]:
         return {"mqlite.defaults": skipped(peers.MQLITE_BACKEND_MISSING)}
     out["mqlite.send_single"] = repeat(ctx, lambda: _send_single(singles), "msg/s", n=singles)
     for s in systems():
-        out[f"{s.name}.enqueue_txn"] = repeat(
-            ctx, lambda s=s: _enqueue(s, n, True), "tasks/s", n=n
-        )
+        out[f"{s.name}.enqueue_txn"] = repeat(ctx, lambda s=s: _enqueue(s, n, True), "tasks/s", n=n)
         out[f"{s.name}.enqueue_single"] = repeat(
             ctx, lambda s=s: _enqueue(s, singles, False), "tasks/s", n=singles
         )
