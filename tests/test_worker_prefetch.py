@@ -117,3 +117,27 @@ def _all_leases_ahead(clock: Any, seconds: float) -> bool:
         m.locked_until is not None and (m.locked_until - clock.now()).total_seconds() > seconds
         for m in held
     )
+
+
+@pytest.mark.django_db(transaction=True)
+@override_settings(MQLITE={"RETRY_BACKOFF_BASE": 60.0})
+def test_failures_are_abandoned_in_batches(monkeypatch: pytest.MonkeyPatch) -> None:
+    from django_mqlite.worker import settlement
+
+    n = 200
+    mq.create_queue("fail", max_delivery_count=5)
+    mq.send_batch("fail", [mq.OutMessage(i) for i in range(n)])
+    batches = Counting(settlement.abandon_batch, lambda a, k, got: len(got))
+    monkeypatch.setattr(settlement, "abandon_batch", batches)
+
+    def handle(msg: mq.Received) -> None:
+        raise ValueError("no")
+
+    registry = Registry()
+    registry.register("fail", handle)
+    Worker(["fail"], burst=True, reaper=False, install_signals=False, registry=registry).run()
+    assert sum(batches.calls) == n and len(batches.calls) < n / 4, batches.calls
+    states = {p.state for p in mq.peek("fail", limit=n)}
+    assert states == {"scheduled"}  # each parked for its retry, its error kept
+    t = mq.stats("fail").totals
+    assert t["abandoned"] == t["retried"] == n

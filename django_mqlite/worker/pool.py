@@ -56,6 +56,8 @@ class Pool:
         self.pending: deque[Delivery] = deque()
         self.running: set[Delivery] = set()
         self.done: list[Delivery] = []
+        #: Failed handlers waiting to be abandoned in a batch: (delivery, delay_s, error).
+        self.failed: list[tuple[Delivery, float, str]] = []
         self._closing = False
         self._threads: list[threading.Thread] = []
         self._serial = 0
@@ -90,20 +92,31 @@ class Pool:
             self._ready.notify(len(deliveries))
 
     def busy(self) -> int:
-        """Messages this worker holds: waiting for a thread, running, or to complete."""
+        """Messages this worker holds: waiting for a thread, running, or to settle."""
         with self.lock:
-            return len(self.pending) + len(self.running) + len(self.done)
+            return len(self.pending) + len(self.running) + len(self.done) + len(self.failed)
 
     def counts(self) -> tuple[int, int, int]:
-        """(waiting for a thread, running, finished and waiting to be completed)."""
+        """(waiting for a thread, running, finished and waiting to be settled)."""
         with self.lock:
-            return len(self.pending), len(self.running), len(self.done)
+            return len(self.pending), len(self.running), len(self.done) + len(self.failed)
 
     def oldest_done_age(self, now: float) -> float:
-        """Seconds since the oldest completion still waiting to be written returned."""
+        """Seconds since the oldest handler whose settlement is still to be written
+        returned."""
         with self.lock:
-            ended = [d.ended for d in self.done if d.ended is not None]
+            finished = [*self.done, *(f[0] for f in self.failed)]
+            ended = [d.ended for d in finished if d.ended is not None]
         return now - min(ended) if ended else 0.0
+
+    def take_failed(self) -> list[tuple[Delivery, float, str]]:
+        with self.lock:
+            out, self.failed = self.failed, []
+            return out
+
+    def give_back_failed(self, failures: list[tuple[Delivery, float, str]]) -> None:
+        with self.lock:
+            self.failed[:0] = failures
 
     def free(self) -> int:
         with self.lock:
@@ -128,7 +141,8 @@ class Pool:
     def held(self) -> list[Delivery]:
         """Deliveries whose lease the worker must keep alive."""
         with self.lock:
-            return [d for d in (*self.pending, *self.running, *self.done) if not d.lost]
+            failed = (f[0] for f in self.failed)
+            return [d for d in (*self.pending, *self.running, *self.done, *failed) if not d.lost]
 
     def expire(self, now: float) -> list[Delivery]:
         """Mark running handlers past their timeout as timed out, replace their threads,
@@ -187,6 +201,8 @@ class Pool:
             elif failure is None and not late:
                 with self.lock:
                     self.done.append(d)
+            elif failure is not None and not late and not isinstance(failure, Reject):
+                self._fail_later(d, failure, tb)
             else:
                 self._settle_directly(d, failure, tb)
         except LockLostError as exc:
@@ -196,6 +212,22 @@ class Pool:
             logger.exception("settling %s #%s failed", msg.queue, msg.seq)
         finally:
             self.wake()
+
+    def _fail_later(self, d: Delivery, failure: BaseException, tb: str) -> None:
+        """Queue a failed attempt for the main loop's next batch of abandons."""
+        msg = d.msg
+        delay = self.backoff(msg.delivery_count)
+        with self.lock:
+            self.failed.append((d, delay, tb))
+        logger.warning(
+            "%s #%s attempt %s failed (%s: %s); retry in %.2fs unless exhausted",
+            msg.queue,
+            msg.seq,
+            msg.delivery_count,
+            type(failure).__name__,
+            failure,
+            delay,
+        )
 
     def _settle_directly(self, d: Delivery, failure: BaseException | None, tb: str) -> None:
         msg = d.msg

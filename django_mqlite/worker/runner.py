@@ -397,6 +397,7 @@ class Worker:
             if not prefetch.flush_due(done, age, pending + running):
                 return
         settlement.flush_completions(self.pool, self.using)
+        settlement.flush_failures(self.pool, self.using)
 
     def _release(self, ds: list[Delivery]) -> None:
         settlement.release(ds, self.using)

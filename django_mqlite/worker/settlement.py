@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from django.db import Error as DatabaseError
 
 from ..engine import core, settle
+from ..engine.abandon_batch import abandon_batch
 from ..engine.clock import now_ms
 from .delivery import Delivery
 from .pool import Pool
@@ -77,6 +78,28 @@ def flush_completions(pool: Pool, using: str) -> None:
             flushed.update(id(d) for d in part)
             for d, done in zip(part, ok, strict=True):
                 _after_completion(queue, d, done)
+
+
+def flush_failures(pool: Pool, using: str) -> None:
+    """Abandon every failed attempt (retry with its backoff, or dead-letter at the last
+    delivery), one statement per queue and batch."""
+    todo = [f for f in pool.take_failed() if not f[0].lost]
+    by: dict[str, list[tuple[Delivery, float, str]]] = defaultdict(list)
+    for f in todo:
+        by[f[0].msg.queue].append(f)
+    flushed: set[int] = set()
+    for queue, fs in by.items():
+        for part in core.chunks(fs, settle.MAX_COMPLETE_BATCH):
+            items = [(*d.item(), delay, tb) for d, delay, tb in part]
+            try:
+                ok = abandon_batch(queue, items, using=using)
+            except DatabaseError:
+                pool.give_back_failed([f for f in todo if id(f) not in flushed])
+                raise
+            flushed.update(id(f) for f in part)
+            for (d, _delay, _tb), done in zip(part, ok, strict=True):
+                if not done:
+                    logger.warning("%s #%s: could not abandon: lease lost", queue, d.msg.seq)
 
 
 def _after_completion(queue: str, d: Delivery, done: bool) -> None:
