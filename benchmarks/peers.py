@@ -102,12 +102,13 @@ def has_ox() -> bool:
 
 
 def ox_worker_args() -> list[str]:
-    # --batch: exit once nothing is ready (like runworker --burst); nothing else.
+    # --batch: exit once nothing is ready (like runworker --burst); --backend only names
+    # the bench project's alias for it (its default alias is django-tasks-db here).
     return ["ox_worker", "--backend", "ox", "--batch"]
 
 
 def ox_pending() -> int:
     from django_ox.models import OxTask
 
-    done = {OxTask.Status.SUCCESSFUL, OxTask.Status.FAILED}
-    return int(OxTask.objects.exclude(status__in=done).count())
+    waiting = [OxTask.Status.READY, OxTask.Status.RUNNING]
+    return int(OxTask.objects.filter(status__in=waiting).count())

@@ -8,9 +8,9 @@ message); slow ones get one per free thread, so a worker never sits on work anot
 worker process could be running for longer than about ``HORIZON_S``. Prefetched
 messages are held under a lease like running ones, and their leases are renewed.
 
-Group commit: completions wait up to ``GROUP_COMMIT_S`` (or until ``MAX_BATCH`` of them
-are waiting, or nothing else is running) so that one statement and one commit settle a
-batch. A crash can then re-deliver at most one batch of finished work, which the
+Group commit: completions and failures wait up to ``GROUP_COMMIT_S`` (or until
+``MAX_BATCH`` of them are waiting, or nothing else is running) so that one statement
+and one commit settle a batch. A crash can then re-deliver at most one batch of finished work, which the
 at-least-once contract allows.
 """
 
