@@ -95,6 +95,8 @@ def tables(data: dict[str, Any]) -> str:
             cells.append(_fmt(flats[db].get(peer) if peer else None, unit))
         if any(c != "-" for c in cells):
             lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    if len(lines) == 2:  # no row of the scenario table was measured
+        lines = []
     defaults = defaults_table(data)
     if defaults:
         lines = [defaults, "", *lines]

@@ -10,8 +10,8 @@ messages are held under a lease like running ones, and their leases are renewed.
 
 Group commit: completions and failures wait up to ``GROUP_COMMIT_S`` (or until
 ``MAX_BATCH`` of them are waiting, or nothing else is running) so that one statement
-and one commit settle a batch. A crash can then re-deliver at most one batch of finished work, which the
-at-least-once contract allows.
+and one commit settle a batch. A crash can then re-deliver at most one batch of
+finished work, which the at-least-once contract allows.
 """
 
 from __future__ import annotations
