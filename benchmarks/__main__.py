@@ -31,6 +31,8 @@ QUICK = {
     "blocked": 20_000,
     "rss": 50_000,
     "writes": 10_000,
+    "defaults": 1_000,
+    "defaults_single": 300,
 }
 FULL = {
     **QUICK,
@@ -43,6 +45,8 @@ FULL = {
     "tasks_backlogs": [1_000, 100_000],
     "rss": 1_000_000,
     "writes": 20_000,
+    "defaults": 3_000,
+    "defaults_single": 1_000,
 }
 
 # PostgreSQL on a shared 2-core box is bound by commit fsyncs (IO:WALSync): the peer

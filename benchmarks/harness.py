@@ -136,6 +136,10 @@ def reset() -> None:
         from django_tasks_db.models import DBTaskResult
 
         tables.append(DBTaskResult._meta.db_table)
+    if peers.has_ox():
+        from django_ox.models import OxTask
+
+        tables.append(OxTask._meta.db_table)
     with transaction.atomic(), connection.cursor() as c:
         for t in tables:
             c.execute(f"DELETE FROM {t}")

@@ -91,3 +91,24 @@ def bulk_tasks(n: int) -> None:
             )
             for _ in range(min(2000, n - start))
         )
+
+
+# django-ox (Python 3.12+): measured beside django-tasks-db when it is installed.
+OX_MISSING = "django-ox is not installed (it needs Python 3.12+: pip install django-ox)"
+
+
+def has_ox() -> bool:
+    return importlib.util.find_spec("django_ox") is not None
+
+
+def ox_worker_args() -> list[str]:
+    # --batch: exit once nothing is ready (like runworker --burst); --backend only names
+    # the bench project's alias for it (its default alias is django-tasks-db here).
+    return ["ox_worker", "--backend", "ox", "--batch"]
+
+
+def ox_pending() -> int:
+    from django_ox.models import OxTask
+
+    waiting = [OxTask.Status.READY, OxTask.Status.RUNNING]
+    return int(OxTask.objects.filter(status__in=waiting).count())

@@ -46,6 +46,41 @@ def _fmt(v: dict[str, Any] | None, unit: str) -> str:
     return text
 
 
+DEFAULT_ROWS = [  # (row, key suffix, systems)
+    ("Tasks drain, start-up included", "defaults_drain", ("mqlite", "tasks_db", "ox")),
+    ("Tasks drain, steady state", "defaults_drain_steady", ("mqlite", "tasks_db", "ox")),
+    ("Tasks enqueue, one transaction", "enqueue_txn", ("mqlite", "tasks_db", "ox")),
+    ("Tasks enqueue, autocommit", "enqueue_single", ("mqlite", "tasks_db", "ox")),
+    ("`mq.send`, autocommit", "send_single", ("mqlite",)),
+]
+SYSTEMS = {"mqlite": "django-mqlite", "tasks_db": "django-tasks-db", "ox": "django-ox"}
+
+
+def defaults_table(data: dict[str, Any]) -> str:
+    """The defaults table: every system with its worker's default options, per database,
+    with the ratio of django-mqlite to each peer."""
+    lines = []
+    for db in data["results"]:
+        flat = flatten(data["results"][db])
+        if not any(k.endswith(".defaults_drain") for k in flat):
+            continue
+        n = data.get("sizes", {}).get(db, {}).get("defaults")
+        lines += [f"**{db}** (N = {n})", ""]
+        lines.append("| " + " | ".join(["", *SYSTEMS.values(), "ratio"]) + " |")
+        lines.append("|---" * (len(SYSTEMS) + 2) + "|")
+        for label, key, systems in DEFAULT_ROWS:
+            cells = [_fmt(flat.get(f"{s}.{key}"), "/s") if s in systems else "" for s in SYSTEMS]
+            ours = flat.get(f"mqlite.{key}")
+            ratios = []
+            for s in systems[1:]:
+                peer = flat.get(f"{s}.{key}")
+                if ours and peer and "median" in ours and "median" in peer:
+                    ratios.append(f"{ours['median'] / peer['median']:.1f}x {SYSTEMS[s]}")
+            lines.append(f"| {label} | " + " | ".join(cells) + f" | {', '.join(ratios)} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
 def tables(data: dict[str, Any]) -> str:
     dbs = list(data["results"])
     head = "| scenario | " + " | ".join(
@@ -60,6 +95,11 @@ def tables(data: dict[str, Any]) -> str:
             cells.append(_fmt(flats[db].get(peer) if peer else None, unit))
         if any(c != "-" for c in cells):
             lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    if len(lines) == 2:  # no row of the scenario table was measured
+        lines = []
+    defaults = defaults_table(data)
+    if defaults:
+        lines = [defaults, "", *lines]
     floor = flats.get("sqlite", {})
     if "sqlite3.floor_drain_batch_64" in floor:
         lines += ["", "| SQLite, in-process | raw sqlite3 (floor) | django-mqlite | ratio |"]

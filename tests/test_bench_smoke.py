@@ -40,6 +40,7 @@ def test_bench_harness_runs_quick_scenarios(tmp_path: Path) -> None:
             "raw_floor",
             "write_amplification",
             "tasks_drain",
+            "defaults",
         ],
         cwd=ROOT,
         env=env,
@@ -58,11 +59,17 @@ def test_bench_harness_runs_quick_scenarios(tmp_path: Path) -> None:
         "mqlite.claim_1000",
         "sqlite3.floor_drain_batch_64",
         "mqlite.bytes_per_msg_batch64",
+        "mqlite.defaults_drain",
+        "mqlite.enqueue_txn",
+        "mqlite.send_single",
     ):
         group = next(g for g in sqlite.values() if isinstance(g, dict) and key in g)
         result = group[key]
         assert result["min"] <= result["median"] <= result["max"], key
     assert "mqlite.tasks_drain_1proc" in sqlite["tasks_drain"]
+    from benchmarks.report import tables
+
+    assert "Tasks drain, start-up included" in tables(data)
 
 
 _TINY = {
@@ -76,4 +83,6 @@ _TINY = {
     "blocked": 300,
     "rss": 500,
     "writes": 200,
+    "defaults": 100,
+    "defaults_single": 20,
 }

@@ -1,10 +1,10 @@
 """The ``Worker`` class driven in-process: retry backoff on the injectable clock (no
-sleeps), handlers that settle their own message, automatic lease renewal."""
+sleeps), handlers that settle their own message. Lease renewal on the engine clock is in
+``test_worker_prefetch``."""
 
 from __future__ import annotations
 
 import random
-import time
 from typing import Any
 
 import pytest
@@ -96,17 +96,6 @@ def test_module_level_settlement_marked_on_the_message() -> None:
     run_burst(registry, "res")
     [p] = mq.peek("res")
     assert p.state == "completed"
-
-
-def test_long_handler_keeps_its_lease_renewed() -> None:
-    mq.create_queue("long", lock_duration=0.4)
-    mq.send("long", "x")
-    registry = Registry()
-    registry.register("long", lambda msg: time.sleep(1.2))
-    with override_settings(MQLITE={"REAP_INTERVAL": 0.05}):
-        run_burst(registry, "long", reaper=True)
-    totals = mq.stats("long").totals
-    assert totals["completed"] == 1 and totals["reclaimed"] == 0 and totals["delivered"] == 1
 
 
 def test_worker_registers_heartbeats_and_marks_stopped() -> None:

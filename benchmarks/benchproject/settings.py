@@ -80,5 +80,13 @@ if (Path(__file__).resolve().parents[2] / "django_mqlite" / "backends.py").exist
     # After the Tasks backend is merged (checked by file: see peers.has_mqlite_backend).
     TASKS["mqlite"] = {"BACKEND": "django_mqlite.backends.MQLiteBackend", "QUEUES": ["default"]}
 
+try:  # django-ox (Python 3.12+), measured in the defaults table when installed
+    import django_ox  # noqa: F401
+
+    INSTALLED_APPS += ["django_ox"]
+    TASKS["ox"] = {"BACKEND": "django_ox.backend.OxBackend"}
+except ImportError:
+    pass
+
 MQLITE: dict[str, object] = {"QUEUES": {"bench": {}}}
 LOGGING = {"version": 1, "disable_existing_loggers": False, "root": {"level": "WARNING"}}

@@ -7,11 +7,12 @@ from collections.abc import Callable
 from typing import Any
 
 from ..harness import Context
-from . import drain, floor, latency, memory, produce, writes
+from . import defaults, drain, floor, latency, memory, produce, writes
 
 Scenario = Callable[[Context], dict[str, Any]]
 
 SCENARIOS: dict[str, Scenario] = {
+    "defaults": defaults.defaults,
     "produce_single": produce.single,
     "produce_batch": produce.batch,
     "drain": drain.consumer_drain,

@@ -30,6 +30,11 @@ from .dialects import Dialect
 from .received import Received
 from .types import Mode
 
+# A long-poll's fallback: between wake-ups (a send in this process, or NOTIFY) it polls
+# after 10 ms, doubling up to half a second.
+POLL_FIRST_S = 0.01
+POLL_MAX_S = 0.5
+
 _claim_sql: dict[tuple[str, bool, str], str] = {}
 
 
@@ -125,7 +130,7 @@ def receive(
     attempt = core.check_str(attempt_id, "attempt_id")
     alias = core.alias_of(using, queue)
     deadline = time.monotonic() + wait_ms / 1000
-    delay = 0.01
+    delay = POLL_FIRST_S
     while True:
         got = _receive_once(alias, queue, max_messages, lock_ms, mode_, attempt, worker_id)
         remaining = deadline - time.monotonic()
@@ -133,7 +138,7 @@ def receive(
             return got
         # Sleep until woken by a send in this process (or NOTIFY), or a bounded back-off.
         wakeup.wait(queue, min(delay, remaining))
-        delay = min(delay * 2, 0.5)
+        delay = min(delay * 2, POLL_MAX_S)
 
 
 def _receive_once(

@@ -6,31 +6,23 @@ is claimable until it commits, and a rollback leaves nothing behind.
 
 from __future__ import annotations
 
-import datetime as dt
-import hashlib
-import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
 from django.db.backends.utils import CursorWrapper
 
-from ..conf import mqlite_settings
 from ..exceptions import (
     DedupConflictError,
-    GroupRequiredError,
     InvalidArgumentError,
-    MessageTooLargeError,
 )
-from . import core, wakeup
-from .clock import now_ms, to_ms
+from . import core, send_one
+from .clock import now_ms
 from .core import QueueRow
 from .dialects import Dialect
-from .types import Ordering, OutMessage
+from .prepare import Row, prepare, validate
+from .types import OutMessage
 
-TEXT_TYPE = "text/plain; charset=utf-8"
-JSON_TYPE = "application/json"
 INSERT_CHUNK = 200
 
 _INSERT_COLUMNS = (
@@ -52,104 +44,21 @@ def _blocked_sql(dialect: Dialect) -> str:
     )
 
 
-@dataclass
-class _Row:
-    """One validated message, ready to insert."""
-
-    body: bytes
-    content_type: str | None
-    message_id: str | None
-    group_id: str | None
-    subject: str | None
-    properties: str | None
-    correlation_id: str | None
-    reply_to: str | None
-    priority: int
-    visible_at: int
-    expires_at: int | None
-    dedup_key: str | None
-    body_hash: str | None
-    order_key: str | None = None
-    first_in_line: bool = True
-    seq: int = 0
-
-
-#: Properties travel with every delivery; bound them like a body's other fields.
-MAX_PROPERTIES_BYTES = 64 * 1024
-
-
-def encode_body(body: Any, content_type: str | None) -> tuple[bytes, str | None]:
-    """bytes as given; str as UTF-8 text; anything else as JSON."""
-    if isinstance(body, bytes | bytearray | memoryview):
-        return bytes(body), content_type
-    if isinstance(body, str):
-        return body.encode("utf-8"), content_type or TEXT_TYPE
-    try:
-        data = json.dumps(body, separators=(",", ":"), allow_nan=False).encode("utf-8")
-    except (TypeError, ValueError) as exc:
-        raise InvalidArgumentError(f"body is not bytes, str or JSON-serializable: {exc}") from exc
-    return data, content_type or JSON_TYPE
-
-
-def _prepare(queue: QueueRow, msg: OutMessage, now: int) -> _Row:
-    body, content_type = encode_body(msg.body, core.check_str(msg.content_type, "content_type"))
-    cap = mqlite_settings.MAX_BODY_BYTES
-    if len(body) > cap:
-        raise MessageTooLargeError(f"body is {len(body)} bytes; the cap is {cap}")
-    group_id = core.check_str(msg.group_id, "group_id")
-    if queue.ordering == Ordering.GROUP_FIFO and group_id is None:
-        raise GroupRequiredError(f"queue {queue.name!r} is group_fifo: group_id is required")
-    props = msg.properties
-    if props is not None and not isinstance(props, dict):
-        raise InvalidArgumentError("properties must be a dict")
-    try:
-        props_json = None if props is None else core.dumps(props)
-    except (TypeError, ValueError) as exc:
-        raise InvalidArgumentError(f"properties are not JSON-serializable: {exc}") from exc
-    if props_json is not None and len(props_json) > MAX_PROPERTIES_BYTES:
-        raise InvalidArgumentError(f"properties are larger than {MAX_PROPERTIES_BYTES} bytes")
-    priority = core.check_int(msg.priority, "priority", *core.PRIORITY_RANGE)
-    if msg.delay is not None and msg.scheduled_at is not None:
-        raise InvalidArgumentError("pass delay or scheduled_at, not both")
-    visible_at = now
-    if msg.delay is not None:
-        visible_at = now + core.duration_ms(msg.delay, "delay")
-    elif msg.scheduled_at is not None:
-        if not isinstance(msg.scheduled_at, dt.datetime) or msg.scheduled_at.tzinfo is None:
-            raise InvalidArgumentError("scheduled_at must be an aware datetime")
-        visible_at = max(now, to_ms(msg.scheduled_at))
-        if visible_at - now > core.MAX_DURATION_S * 1000:
-            raise InvalidArgumentError("scheduled_at is too far ahead (at most ten years)")
-    ttl_ms = (
-        core.optional_duration_ms(msg.ttl, "ttl") if msg.ttl is not None else queue.default_ttl_ms
-    )
-    message_id = core.check_str(msg.message_id, "message_id")
-    dedup_key = body_hash = None
-    if queue.dedup_window_ms > 0 and (message_id is not None or queue.content_dedup):
-        body_hash = hashlib.sha256(body).hexdigest()
-        dedup_key = message_id if message_id is not None else f"sha256:{body_hash}"
-    return _Row(
-        body=body,
-        content_type=content_type,
-        message_id=message_id,
-        group_id=group_id,
-        subject=core.check_str(msg.subject, "subject", 256),
-        properties=props_json,
-        correlation_id=core.check_str(msg.correlation_id, "correlation_id"),
-        reply_to=core.check_str(msg.reply_to, "reply_to", 256),
-        priority=priority,
-        visible_at=visible_at,
-        expires_at=None if ttl_ms is None else visible_at + ttl_ms,
-        dedup_key=dedup_key,
-        body_hash=body_hash,
-        order_key=core.order_key_for(queue, group_id),
-    )
-
-
 def send(queue: str, body: Any, *, using: str | None = None, **options: Any) -> int:
-    """Send one message; returns its seq (the original seq for a deduplicated resend)."""
-    seqs = _send(queue, [OutMessage(body, **options)], using=using, single=True)
-    return seqs[0]
+    """Send one message; returns its seq (the original seq for a deduplicated resend).
+
+    The common case is one statement (``send_one``); the general path below handles
+    dedup, ordered lines and every error with the same results."""
+    msg = OutMessage(body, **options)
+    alias = core.alias_of(using, queue)
+    core.check_queue_name(queue)
+    now = now_ms()
+    row = validate(msg, now)
+    if send_one.eligible(row):
+        seq = send_one.try_send(alias, queue, row, now)
+        if seq is not None:
+            return seq
+    return _send(queue, [msg], using=using, single=True)[0]
 
 
 def send_batch(
@@ -172,12 +81,12 @@ def _send(
     with transaction.atomic(using=alias):
         q = core.load_queue(cursor, queue)
         now = now_ms()
-        rows = [_prepare(q, m, now) for m in messages]
+        rows = [prepare(q, m, now) for m in messages]
         if not rows:
             return []
         claims: dict[int, int] = {}
-        owners: dict[str, _Row] = {}  # dedup keys this batch inserts, by key
-        copies: list[tuple[_Row, _Row]] = []  # (repeat, original) within this batch
+        owners: dict[str, Row] = {}  # dedup keys this batch inserts, by key
+        copies: list[tuple[Row, Row]] = []  # (repeat, original) within this batch
         for r in rows:
             if r.dedup_key is None:
                 continue
@@ -207,14 +116,15 @@ def _send(
         if fresh:
             core.bump_totals(cursor, dialect, q.id, enqueued=len(fresh))
             notify = dialect.notify_sql()
-            if notify is not None:
-                # Delivered by the database at commit, never for a rolled-back send.
-                cursor.execute(notify, [q.name])
-            transaction.on_commit(lambda: wakeup.notify(q.name), using=alias)
+            if not send_one.wake_pending(alias, q.name):
+                if notify is not None:
+                    # Delivered by the database at commit, never for a rolled-back send.
+                    cursor.execute(notify, [q.name])
+                send_one.on_commit_wake(alias, q.name)
         return [r.seq for r in rows]
 
 
-def _claim_dedup(cursor: CursorWrapper, q: QueueRow, r: _Row, now: int, single: bool) -> int:
+def _claim_dedup(cursor: CursorWrapper, q: QueueRow, r: Row, now: int, single: bool) -> int:
     """Take the dedup key for this send. 0: the key is ours, insert the message;
     >0: a duplicate of that seq; -1: a conflict in a batch (the slot returns seq 0)."""
     cursor.execute(
@@ -241,7 +151,7 @@ def _claim_dedup(cursor: CursorWrapper, q: QueueRow, r: _Row, now: int, single: 
     return -1
 
 
-def _mark_lines(cursor: CursorWrapper, dialect: Dialect, q: QueueRow, rows: list[_Row]) -> None:
+def _mark_lines(cursor: CursorWrapper, dialect: Dialect, q: QueueRow, rows: list[Row]) -> None:
     seen: set[str] = set()
     for r in rows:
         if r.order_key is not None:
@@ -251,7 +161,7 @@ def _mark_lines(cursor: CursorWrapper, dialect: Dialect, q: QueueRow, rows: list
 
 
 def _insert(
-    cursor: CursorWrapper, dialect: Dialect, q: QueueRow, rows: list[_Row], now: int
+    cursor: CursorWrapper, dialect: Dialect, q: QueueRow, rows: list[Row], now: int
 ) -> None:
     for chunk in core.chunks(rows, INSERT_CHUNK):
         values: list[str] = []

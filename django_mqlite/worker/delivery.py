@@ -10,7 +10,8 @@ from ..engine.received import Received
 
 @dataclass(eq=False)
 class Delivery:
-    """One claimed message. Times are ``time.monotonic()`` seconds.
+    """One claimed message. ``next_renew`` is on the engine's clock (epoch seconds, so
+    a frozen clock drives renewals in tests); handler times are ``time.monotonic()``.
 
     Lifecycle: pending (claimed, waiting for a thread) -> running -> finished, or
     running -> timed out (the worker gave up on it; the thread finishes on its own).
@@ -24,6 +25,8 @@ class Delivery:
     #: Seconds the handler may run (the consumer's timeout for this message), or None.
     timeout: float | None = None
     started: float | None = None
+    #: When the handler returned (monotonic), for the group commit's wait.
+    ended: float | None = None
     finished: bool = False
     timed_out: bool = False
     #: A renewal found the lease gone: another worker may have the message now.

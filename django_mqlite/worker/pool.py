@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 from django.db import connections
 
-from ..exceptions import LockLostError
+from ..exceptions import LockLostError, Reject
 from . import handling
 from .delivery import Delivery
 
@@ -33,7 +33,8 @@ class Pool:
     """``size`` handler threads fed from a pending queue.
 
     ``backoff(attempt)`` gives the retry delay; ``wake()`` nudges the main loop when a
-    slot frees up or a completion is waiting to be flushed.
+    slot frees up or a completion is waiting to be flushed; ``observe(seconds)`` hears
+    how long each handler ran (the prefetch policy's measurement).
     """
 
     def __init__(
@@ -43,19 +44,23 @@ class Pool:
         using: str,
         backoff: Callable[[int], float],
         wake: Callable[[], None],
+        observe: Callable[[float], None] | None = None,
     ) -> None:
         self.size = size
         self.using = using
         self.backoff = backoff
         self.wake = wake
+        self.observe = observe
         self.lock = threading.Lock()
         self._ready = threading.Condition(self.lock)
         self.pending: deque[Delivery] = deque()
         self.running: set[Delivery] = set()
         self.done: list[Delivery] = []
+        #: Failed handlers waiting to be abandoned in a batch: (delivery, delay_s, error).
+        self.failed: list[tuple[Delivery, float, str]] = []
         self._closing = False
         #: Handler attempts that failed (raised, rejected or finished after a timeout).
-        self.failed = 0
+        self.failures = 0
         self._threads: list[threading.Thread] = []
         self._serial = 0
 
@@ -90,9 +95,31 @@ class Pool:
             self._ready.notify(len(deliveries))
 
     def busy(self) -> int:
-        """Messages this worker holds: waiting for a thread, running, or to complete."""
+        """Messages this worker holds: waiting for a thread, running, or to settle."""
         with self.lock:
-            return len(self.pending) + len(self.running) + len(self.done)
+            return len(self.pending) + len(self.running) + len(self.done) + len(self.failed)
+
+    def counts(self) -> tuple[int, int, int]:
+        """(waiting for a thread, running, finished and waiting to be settled)."""
+        with self.lock:
+            return len(self.pending), len(self.running), len(self.done) + len(self.failed)
+
+    def oldest_done_age(self, now: float) -> float:
+        """Seconds since the oldest handler whose settlement is still to be written
+        returned."""
+        with self.lock:
+            finished = [*self.done, *(f[0] for f in self.failed)]
+            ended = [d.ended for d in finished if d.ended is not None]
+        return now - min(ended) if ended else 0.0
+
+    def take_failed(self) -> list[tuple[Delivery, float, str]]:
+        with self.lock:
+            out, self.failed = self.failed, []
+            return out
+
+    def give_back_failed(self, failures: list[tuple[Delivery, float, str]]) -> None:
+        with self.lock:
+            self.failed[:0] = failures
 
     def free(self) -> int:
         with self.lock:
@@ -117,7 +144,8 @@ class Pool:
     def held(self) -> list[Delivery]:
         """Deliveries whose lease the worker must keep alive."""
         with self.lock:
-            return [d for d in (*self.pending, *self.running, *self.done) if not d.lost]
+            failed = (f[0] for f in self.failed)
+            return [d for d in (*self.pending, *self.running, *self.done, *failed) if not d.lost]
 
     def expire(self, now: float) -> list[Delivery]:
         """Mark running handlers past their timeout as timed out, replace their threads,
@@ -186,16 +214,21 @@ class Pool:
         msg = d.msg
         failure, tb = handling.run_handler(d)  # coroutines run on the event loop (``aio``)
         with self.lock:
+            d.ended = time.monotonic()
             late = d.timed_out
             if not late:
                 d.finished = True
                 self.running.discard(d)
+            if self.observe is not None and d.started is not None:
+                self.observe(d.ended - d.started)
         try:
             if msg.settled is not None:
                 pass  # the handler settled the message itself
             elif failure is None and not late:
                 with self.lock:
                     self.done.append(d)
+            elif failure is not None and not late and not isinstance(failure, Reject):
+                self._fail_later(d, failure, tb)
             else:
                 self._settle_directly(d, failure, tb)
         except LockLostError as exc:
@@ -206,8 +239,25 @@ class Pool:
         finally:
             self.wake()
 
+    def _fail_later(self, d: Delivery, failure: BaseException, tb: str) -> None:
+        """Queue a failed attempt for the main loop's next batch of abandons."""
+        msg = d.msg
+        delay = self.backoff(msg.delivery_count)
+        with self.lock:
+            self.failed.append((d, delay, tb))
+            self.failures += 1
+        logger.warning(
+            "%s #%s attempt %s failed (%s: %s); retry in %.2fs unless exhausted",
+            msg.queue,
+            msg.seq,
+            msg.delivery_count,
+            type(failure).__name__,
+            failure,
+            delay,
+        )
+
     def _settle_directly(self, d: Delivery, failure: BaseException | None, tb: str) -> None:
         if failure is not None:
             with self.lock:
-                self.failed += 1
+                self.failures += 1
         handling.settle_failure(d.msg, failure, tb, using=self.using, backoff=self.backoff)

@@ -16,7 +16,6 @@ import signal
 import sys
 import threading
 import time
-from collections import defaultdict
 from collections.abc import Callable, Iterable
 from types import FrameType
 from typing import Any
@@ -36,10 +35,11 @@ from ..engine.queues import create_queue, get_queue, sync_declared
 from ..exceptions import LockLostError, QueueNotFoundError
 from ..tasks import periodic
 from ..tasks.declared import declared_queues
-from . import background, clockskew
+from . import background, clockskew, prefetch, settlement
 from .delivery import Delivery
 from .memory import rss_mb
 from .pool import Pool
+from .prefetch import GROUP_COMMIT_S, Prefetch
 from .retry import backoff_delay
 
 logger = logging.getLogger("django_mqlite.worker")
@@ -98,7 +98,14 @@ class Worker:
         self._threads: list[Any] = []
         self._rotation = 0
         self.listening = False
-        self.pool = Pool(self.concurrency, using=self.using, backoff=self._backoff, wake=self._wake)
+        self.prefetch = Prefetch(self.concurrency)
+        self.pool = Pool(
+            self.concurrency,
+            using=self.using,
+            backoff=self._backoff,
+            wake=self._wake,
+            observe=self.prefetch.observe,
+        )
 
     # -- public -------------------------------------------------------------------------
 
@@ -194,7 +201,7 @@ class Worker:
         skew = clockskew.measure_ms(self.using)
         if abs(skew) > clockskew.bound_s(self._skew_leases) * 1000:
             logger.warning("clock: %s; fix NTP on this host", clockskew.describe(skew))
-        return {"claimed": self.claimed, "failed": self.pool.failed, "clock_skew_ms": skew}
+        return {"claimed": self.claimed, "failed": self.pool.failures, "clock_skew_ms": skew}
 
     def _finish(self) -> None:
         # Each step may meet a database fault; what it could not hand back returns
@@ -211,7 +218,7 @@ class Worker:
             wid = self.worker_id
             self._safely(
                 lambda: background.mark_stopped(
-                    wid, self.using, claimed=self.claimed, failed=self.pool.failed
+                    wid, self.using, claimed=self.claimed, failed=self.pool.failures
                 )
             )
         logger.info("worker %s stopped (%s)", self.worker_id, self.stop_reason or "done")
@@ -283,12 +290,13 @@ class Worker:
     def _tick(self, since: Any, idle_s: float) -> float | None:
         """One pass of the loop; returns the next idle back-off, or None to stop."""
         idle_max = IDLE_MAX_LISTENING_S if self.listening else IDLE_MAX_S
-        self._flush_completions()
+        self._flush_completions(force=self.stop_reason is not None)
         self._expire_timeouts()
         self._renew_due()
         self._check_memory()
         if self.stop_reason is not None:
             self._release(self.pool.take_pending())
+            self._flush_completions()
             if not self.pool.busy():
                 return None
             if self._drain_deadline is not None and time.monotonic() > self._drain_deadline:
@@ -298,8 +306,8 @@ class Worker:
             return idle_s
         got = self._claim()
         if got:
-            if self.pool.free():
-                return IDLE_MIN_S
+            if self._room():
+                return IDLE_MIN_S  # claimed less than asked: look again at once
             idle_s = IDLE_MIN_S
         elif self._out_of_work():
             return None
@@ -325,19 +333,32 @@ class Worker:
         return False
 
     def _next_deadline(self, cap_s: float) -> float:
-        """How long the loop may sleep: until a lease needs renewing, at most ``cap_s``."""
-        now = time.monotonic()
+        """How long the loop may sleep: until a lease needs renewing, a handler's
+        timeout runs out or the group commit is due; at most ``cap_s``."""
+        now, clock_now = time.monotonic(), settlement.clock_s()
         wait = cap_s
         for d in self.pool.held():
-            wait = min(wait, d.next_renew - now)
+            wait = min(wait, d.next_renew - clock_now)
             if d.timeout is not None and d.started is not None:
                 wait = min(wait, d.started + d.timeout - now)
+        if self.pool.counts()[2]:
+            wait = min(wait, GROUP_COMMIT_S - self.pool.oldest_done_age(now))
         return max(0.001, wait)
 
-    def _claim(self) -> int:
-        want = self.pool.free()
+    def _want(self) -> int:
+        """How many messages to claim now (the prefetch policy, within max-messages)."""
+        pending, running, _ = self.pool.counts()
+        want = self.prefetch.want(pending, running)
         if self.max_messages is not None:
             want = min(want, self.max_messages - self.claimed)
+        return max(0, want)
+
+    def _room(self) -> bool:
+        """A handler thread has nothing to run."""
+        return self.pool.free() > 0
+
+    def _claim(self) -> int:
+        want = self._want()
         got = 0
         # Rotate which queue claims first, so one busy queue cannot starve the others.
         names = list(self.consumers)
@@ -349,13 +370,13 @@ class Worker:
             msgs = receive(
                 name, max_messages=want - got, worker_id=self.worker_id, using=self.using
             )
-            now, mono = now_ms(), time.monotonic()
+            now = now_ms()
             batch = []
             for m in msgs:
                 lease_s = max(
                     0.1, ((to_ms(m.locked_until) if m.locked_until else now) - now) / 1000
                 )
-                delivery = Delivery(m, consumer, lease_s, mono + lease_s / 2)
+                delivery = Delivery(m, consumer, lease_s, now / 1000 + lease_s / 2)
                 delivery.timeout = consumer.timeout_of(m)
                 batch.append(delivery)
             self.pool.submit(batch)
@@ -366,25 +387,12 @@ class Worker:
     # -- leases, timeouts, settlements --------------------------------------------------
 
     def _renew_due(self) -> None:
-        mono = time.monotonic()
-        due: dict[str, list[Delivery]] = defaultdict(list)
-        for d in self.pool.held():
-            if mono >= d.next_renew:
-                due[d.msg.queue].append(d)
-        for queue, ds in due.items():
-            for part in core.chunks(ds, settle.MAX_RENEW_BATCH):
-                ok = settle.renew_batch(queue, [d.item() for d in part], using=self.using)
-                for d, renewed in zip(part, ok, strict=True):
-                    if renewed:
-                        d.next_renew = mono + d.lease_s / 2
-                    else:
-                        d.lost = True
-                        logger.warning("%s #%s: lease lost while held", queue, d.msg.seq)
+        settlement.renew_due(self.pool, self.using)
 
     def _expire_timeouts(self) -> None:
         for d in self.pool.expire(time.monotonic()):
             with self.pool.lock:
-                self.pool.failed += 1
+                self.pool.failures += 1
             self._abandon(d, f"TimeoutError: handler ran longer than its timeout of {d.timeout}s")
 
     def _abandon(self, d: Delivery, error: str) -> None:
@@ -407,49 +415,18 @@ class Worker:
             logger.warning("%s #%s: could not abandon: %s", d.msg.queue, d.msg.seq, exc)
         d.lost = True
 
-    def _flush_completions(self) -> None:
-        by_queue: dict[str, list[Delivery]] = defaultdict(list)
-        todo = self.pool.take_done()
-        for d in todo:
-            by_queue[d.msg.queue].append(d)
-        flushed: set[int] = set()
-        for queue, ds in by_queue.items():
-            for part in core.chunks(ds, settle.MAX_COMPLETE_BATCH):
-                completions = [d.msg.completion for d in part]
-                try:
-                    ok = settle.complete_batch(
-                        queue,
-                        [d.item() for d in part],
-                        completions=completions if any(completions) else None,
-                        using=self.using,
-                    )
-                except DatabaseError:
-                    # Keep them (and their leases) for the next tick: a retry of a
-                    # batch that did commit is an exact replay and succeeds.
-                    self.pool.give_back_done([d for d in todo if id(d) not in flushed])
-                    raise
-                flushed.update(id(d) for d in part)
-                for d, done in zip(part, ok, strict=True):
-                    c = d.msg.completion
-                    if done and c is not None and c.on_completed is not None:
-                        try:
-                            c.on_completed()
-                        except Exception:
-                            logger.exception("after completing %s #%s", queue, d.msg.seq)
-                    if not done:
-                        logger.warning(
-                            "%s #%s: lease lost before completion; it will be redelivered",
-                            queue,
-                            d.msg.seq,
-                        )
+    def _flush_completions(self, force: bool = True) -> None:
+        """Write finished work: now when ``force``, else when the group commit is due."""
+        if not force:
+            pending, running, done = self.pool.counts()
+            age = self.pool.oldest_done_age(time.monotonic())
+            if not prefetch.flush_due(done, age, pending + running):
+                return
+        settlement.flush_completions(self.pool, self.using)
+        settlement.flush_failures(self.pool, self.using)
 
     def _release(self, ds: list[Delivery]) -> None:
-        by_queue: dict[str, list[Delivery]] = defaultdict(list)
-        for d in ds:
-            by_queue[d.msg.queue].append(d)
-        for queue, part in by_queue.items():
-            settle.release(queue, [d.item() for d in part], using=self.using)
-            logger.info("released %s unstarted message(s) of %s", len(part), queue)
+        settlement.release(ds, self.using)
 
     def _check_memory(self) -> None:
         # Checked once work has been done, so a limit below the baseline recycles after

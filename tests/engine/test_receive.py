@@ -9,6 +9,7 @@ import pytest
 from django.db import connections
 
 import django_mqlite as mq
+from django_mqlite.engine import claim
 
 pytestmark = pytest.mark.django_db
 
@@ -87,7 +88,10 @@ def test_receive_unknown_queue(db: object) -> None:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_wait_returns_as_soon_as_a_message_arrives() -> None:
+def test_wait_returns_as_soon_as_a_message_arrives(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The fallback poll slowed past the wait: only the send's wake-up can end it early.
+    monkeypatch.setattr(claim, "POLL_FIRST_S", 30.0)
+    monkeypatch.setattr(claim, "POLL_MAX_S", 30.0)
     mq.create_queue("poll")
 
     def producer() -> None:

@@ -108,7 +108,7 @@ def waiting_settlement() -> bool:
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-            "AND wait_event_type = 'Lock' AND query ~ '^(DELETE|UPDATE) mqlite_message|"
+            "AND wait_event_type = 'Lock' AND query ~ '^(DELETE|UPDATE) mqlite_message|^WITH v|"
             "^(DELETE FROM|UPDATE) mqlite_message'"
         )
         return bool(cursor.fetchone()[0])

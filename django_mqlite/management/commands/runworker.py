@@ -10,6 +10,8 @@ from typing import Any
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from ... import checks
+from ...conf import mqlite_settings
 from ...consumers import registry
 from ...discovery import autodiscover, nothing_to_serve
 from ...exceptions import MQLiteError
@@ -40,6 +42,10 @@ def _positive_float(value: str) -> float:
 
 class Command(BaseCommand):
     help = "Run registered consumers (and Django Tasks) from the queue database."
+    # Start-up runs this app's own checks (database vendor, WAL, settings, schedules),
+    # not every check of the project: those are ``manage.py check``'s job, and on a
+    # typical project they take longer than the rest of a worker's start-up.
+    requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
@@ -97,6 +103,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         if options["verbosity"] >= 1:
             _log_to_stderr(logging.DEBUG if options["verbosity"] >= 2 else logging.INFO)
+        self.check(tags=[checks.TAG], databases=[options["database"] or mqlite_settings.DATABASE])
         autodiscover()
         if not registry.queues():
             raise CommandError(nothing_to_serve())

@@ -1,0 +1,146 @@
+"""The common send in one statement: a single message with no ``message_id`` and no
+``group_id``, to a queue whose ordering is ``standard`` and that does not deduplicate by
+content. Everything else (and any queue this statement does not match, including one
+that does not exist) takes the general path in ``send``, which gives the same answer.
+
+PostgreSQL: one statement resolves the queue, inserts the row, bumps the lifetime
+counter and (once per transaction) NOTIFYs, with no savepoint: a single statement is
+atomic on its own, and inside the caller's transaction it commits or rolls back with it.
+SQLite cannot modify data in a CTE, so there the queue is resolved inside the INSERT and
+the counter is a second statement in the same transaction (still no SELECT and no
+savepoint); both run in-process, with no round trip to save.
+
+Wake-ups: a successful send registers a ``Wake`` callback for its queue with
+``transaction.on_commit``. While one is pending in the transaction, the NOTIFY it came
+with is pending too (a rolled-back savepoint drops both), so a later send to that queue
+in the same transaction issues no NOTIFY of its own.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import connections, transaction
+
+from . import core, wakeup
+from .dialects import Dialect
+from .prepare import Row
+from .types import TOTAL_NAMES
+
+
+class Wake:
+    """An on-commit callback: wake this process's waiters on ``queue``."""
+
+    def __init__(self, queue: str) -> None:
+        self.queue = queue
+
+    def __call__(self) -> None:
+        wakeup.notify(self.queue)
+
+
+def wake_pending(alias: str, queue: str) -> bool:
+    """Whether this transaction already has a wake-up (and its NOTIFY) for ``queue``."""
+    conn = connections[alias]
+    if not conn.in_atomic_block:
+        return False
+    return any(
+        isinstance(entry[1], Wake) and entry[1].queue == queue for entry in conn.run_on_commit
+    )
+
+
+def on_commit_wake(alias: str, queue: str) -> None:
+    transaction.on_commit(Wake(queue), using=alias)
+
+
+def eligible(row: Row) -> bool:
+    """Whether the one-statement path may try this message (the queue is checked by the
+    statement itself)."""
+    return row.message_id is None and row.group_id is None
+
+
+_OTHER_TOTALS = [n for n in TOTAL_NAMES if n != "enqueued"]
+
+# The queue, when the fast path applies to it: standard ordering, no content dedup.
+_QUEUE = (
+    "SELECT id, default_ttl_ms FROM mqlite_queue WHERE name = %s AND ordering = 'standard' "
+    "AND (dedup_window_ms = 0 OR content_dedup = %s)"
+)
+_COLUMNS = (
+    "queue_id, state, priority, visible_at, expires_at, enqueued_at, body, subject, "
+    "properties, correlation_id, reply_to, content_type, message_id, group_id, order_key, "
+    "blocked, delivery_count"
+)
+_TOTALS = (
+    f"INSERT INTO mqlite_totals (queue_id, shard, enqueued, {', '.join(_OTHER_TOTALS)}) "
+    "SELECT queue_id, {shard}, {count}, " + ", ".join("0" for _ in _OTHER_TOTALS) + " FROM {src} "
+    "ON CONFLICT (queue_id, shard) DO UPDATE SET "
+    "enqueued = mqlite_totals.enqueued + excluded.enqueued"
+)
+
+
+# -- name: send_one (PostgreSQL) ---------------------------------------------------------
+def _postgres_sql(dialect: Dialect, notify: bool) -> str:
+    values = (
+        "SELECT q.id, CAST(%s AS varchar), CAST(%s AS smallint), CAST(%s AS bigint), "
+        "COALESCE(CAST(%s AS bigint), CAST(%s AS bigint) + q.default_ttl_ms), "
+        "CAST(%s AS bigint), CAST(%s AS bytea), CAST(%s AS varchar), CAST(%s AS jsonb), "
+        "CAST(%s AS varchar), CAST(%s AS varchar), CAST(%s AS varchar), "
+        "NULL, NULL, NULL, 0, 0 FROM q"
+    )
+    totals = _TOTALS.format(shard=dialect.totals_shard_sql(), count="count(*)", src="m")
+    # An aggregate with no GROUP BY yields one row even for no insert: skip it then.
+    totals = totals.replace(" FROM m ", " FROM m GROUP BY queue_id ")
+    tail = ", pg_notify('mqlite', %s)" if notify else ""
+    return (
+        f"WITH q AS ({_QUEUE}), "
+        f"m AS (INSERT INTO mqlite_message ({_COLUMNS}) {values} RETURNING seq, queue_id), "
+        f"t AS ({totals}) "
+        f"SELECT seq{tail} FROM m"
+    )
+
+
+# -- name: send_one_insert, send_one_totals (SQLite) -------------------------------------
+_SQLITE_INSERT = (
+    f"INSERT INTO mqlite_message ({_COLUMNS}) "
+    "SELECT q.id, %s, %s, %s, COALESCE(%s, %s + q.default_ttl_ms), %s, %s, %s, %s, %s, %s, "
+    f"%s, NULL, NULL, NULL, 0, 0 FROM ({_QUEUE}) AS q RETURNING seq, queue_id"
+)
+# (``WHERE true``: an INSERT ... SELECT with an upsert clause needs one in SQLite.)
+_SQLITE_TOTALS = _TOTALS.format(shard="0", count="%s", src="(SELECT %s AS queue_id) WHERE true")
+
+
+def try_send(alias: str, queue: str, row: Row, now: int) -> int | None:
+    """Send ``row`` in one statement; its seq, or None when the general path must run
+    (the queue is missing, ordered, deduplicating by content, ...)."""
+    cursor, dialect = core.ctx(alias)
+    notify = dialect.has_listen_notify and not wake_pending(alias, queue)
+    params: list[Any] = [queue, False]  # the queue's name; content_dedup must be off
+    values: list[Any] = [
+        "scheduled" if row.visible_at > now else "active",
+        row.priority,
+        row.visible_at,
+        row.expires_at,
+        row.visible_at,
+        now,
+        row.body,
+        row.subject,
+        row.properties,
+        row.correlation_id,
+        row.reply_to,
+        row.content_type,
+    ]
+    if dialect.concurrent_writers:
+        sql = _postgres_sql(dialect, notify)
+        cursor.execute(sql, [*params, *values, *([queue] if notify else [])])
+        got = cursor.fetchone()
+        seq = None if got is None else int(got[0])
+    else:
+        with transaction.atomic(using=alias, savepoint=False):
+            cursor.execute(_SQLITE_INSERT, [*values, *params])
+            got = cursor.fetchone()
+            seq = None if got is None else int(got[0])
+            if got is not None:
+                cursor.execute(_SQLITE_TOTALS, [1, got[1]])
+    if seq is not None and not wake_pending(alias, queue):
+        on_commit_wake(alias, queue)
+    return seq

@@ -1,0 +1,135 @@
+"""A single send is one statement on PostgreSQL (queue lookup, insert, lifetime counter
+and NOTIFY in one CTE) and, on SQLite, an INSERT that resolves the queue plus the
+counter; no savepoint on the common path, one NOTIFY per queue and transaction, and
+everything that needs more (dedup, ordered lines, errors) still works."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
+
+import django_mqlite as mq
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+CONTROL = ("BEGIN", "COMMIT", "ROLLBACK")
+
+
+def statements(ctx: CaptureQueriesContext) -> list[str]:
+    """The statements run, less transaction control (BEGIN/COMMIT are not round trips
+    of their own on PostgreSQL's client and are not statements of the send)."""
+    return [q["sql"] for q in ctx.captured_queries if not q["sql"].startswith(CONTROL)]
+
+
+def expected_count() -> int:
+    return 1 if connection.vendor == "postgresql" else 2
+
+
+def test_send_in_autocommit_is_one_statement() -> None:
+    mq.create_queue("one")
+    with CaptureQueriesContext(connection) as ctx:
+        seq = mq.send("one", {"a": 1})
+    sql = statements(ctx)
+    assert len(sql) == expected_count(), sql
+    assert not any("SAVEPOINT" in s for s in sql)
+    [m] = mq.peek("one")
+    assert (m.seq, m.state, m.json()) == (seq, "active", {"a": 1})
+    assert mq.stats("one").totals["enqueued"] == 1
+
+
+def test_sends_in_a_transaction_need_no_savepoint_and_notify_once() -> None:
+    mq.create_queue("one")
+    mq.create_queue("two")
+    with CaptureQueriesContext(connection) as ctx, transaction.atomic():
+        mq.send("one", "a")
+        mq.send("one", "b")
+        mq.send("two", "c")
+    sql = statements(ctx)
+    assert len(sql) == 3 * expected_count(), sql
+    assert not any("SAVEPOINT" in s for s in sql)
+    if connection.vendor == "postgresql":
+        notifies = [s for s in sql if "pg_notify" in s]
+        assert len(notifies) == 2, sql  # one per queue, not one per send
+    assert mq.stats("one").totals["enqueued"] == 2 and mq.stats("two").totals["enqueued"] == 1
+
+
+@pytest.mark.skipif("connection.vendor != 'postgresql'")
+def test_a_rolled_back_savepoint_takes_its_notify_along() -> None:
+    """The NOTIFY of a send inside a savepoint that rolls back is discarded by the
+    database; the next send in the transaction must NOTIFY again."""
+    mq.create_queue("one")
+    with CaptureQueriesContext(connection) as ctx, transaction.atomic():
+        try:
+            with transaction.atomic():
+                mq.send("one", "gone")
+                raise RuntimeError("roll back")
+        except RuntimeError:
+            pass
+        mq.send("one", "kept")
+    notifies = [s for s in statements(ctx) if "pg_notify" in s]
+    assert len(notifies) == 2, statements(ctx)
+    assert [m.text() for m in mq.peek("one")] == ["kept"]
+
+
+@pytest.mark.skipif("connection.vendor != 'postgresql'")
+def test_listeners_hear_one_notify_per_committed_transaction() -> None:
+    import psycopg
+
+    mq.create_queue("one")
+    with psycopg.connect(**connection.get_connection_params(), autocommit=True) as listener:
+        listener.execute("LISTEN mqlite")
+        with transaction.atomic():
+            for i in range(3):
+                mq.send("one", i)
+        with transaction.atomic():
+            mq.send("one", "rolled back")
+            transaction.set_rollback(True)
+        got = [n.payload for n in listener.notifies(timeout=1.0)]
+    assert got == ["one"]
+
+
+def test_tasks_enqueue_is_one_statement() -> None:
+    from tests.workerproject.recorder import tasks
+
+    tasks.add.enqueue(1, 2)  # the first creates the task queue; measure the next one
+    with CaptureQueriesContext(connection) as ctx:
+        result = tasks.add.enqueue(2, 3)
+    sql = statements(ctx)
+    assert len(sql) == expected_count(), sql
+    assert int(result.id) > 0
+
+
+def test_the_queue_rules_still_apply_on_the_fast_path(clock: Any) -> None:
+    mq.create_queue("ttl", default_ttl=60)
+    seq = mq.send("ttl", "x", delay=5)
+    [m] = mq.peek("ttl")
+    assert (m.seq, m.state) == (seq, "scheduled")
+    assert m.visible_at is not None and m.expires_at is not None
+    assert (m.expires_at - m.visible_at).total_seconds() == 60
+    assert (m.visible_at - clock.now()).total_seconds() == 5
+    own = mq.send("ttl", "y", ttl=10)
+    [p] = [m for m in mq.peek("ttl") if m.seq == own]
+    assert p.expires_at is not None and (p.expires_at - clock.now()).total_seconds() == 10
+
+
+def test_everything_else_takes_the_general_path_with_the_same_answers() -> None:
+    with pytest.raises(mq.QueueNotFoundError):
+        mq.send("missing", "x")
+    mq.create_queue("groups", ordering="group_fifo")
+    with pytest.raises(mq.GroupRequiredError):
+        mq.send("groups", "x")
+    mq.create_queue("strict", ordering="strict_fifo")
+    first, second = mq.send("strict", "a"), mq.send("strict", "b")
+    [got] = mq.receive("strict", max_messages=2)
+    assert got.seq == first and second > first
+    mq.create_queue("content", content_dedup=True)
+    assert mq.send("content", "same") == mq.send("content", "same")
+    mq.create_queue("plain")
+    assert mq.send("plain", "x", message_id="k") == mq.send("plain", "x", message_id="k")
+    with pytest.raises(mq.DedupConflictError):
+        mq.send("plain", "other", message_id="k")
+    assert mq.stats("plain").totals["enqueued"] == 1
+    assert mq.stats("content").totals["enqueued"] == 1
