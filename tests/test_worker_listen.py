@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from django_mqlite.engine import listen as engine_listen
 from django_mqlite.engine.dialects import dialect_for
 from django_mqlite.worker import background
 
@@ -28,7 +29,7 @@ def listen(settings: Any, monkeypatch: Any, listen_setting: dict[str, Any]) -> b
     """Run a listener under ``MQLITE["LISTEN"] = listen_setting``; True once it hears
     its own test notification, False when it gives up."""
     settings.MQLITE = {**settings.MQLITE, "LISTEN": listen_setting}
-    monkeypatch.setattr(background, "PROBE_S", 1.0)
+    monkeypatch.setattr(engine_listen, "PROBE_S", 1.0)
     gave_up: list[bool] = []
     listener = background.Listener("default", on_unavailable=lambda: gave_up.append(True))
     listener.start()

@@ -106,8 +106,12 @@ class Listener(threading.Thread):
         """Send a notification through the database's ordinary connection (as a
         producer would) and wait for it on ``conn``."""
         payload = f"#probe-{secrets.token_hex(8)}"
-        with connections[self.using].cursor() as cursor:
-            cursor.execute("SELECT pg_notify(%s, %s)", [NOTIFY_CHANNEL, payload])
+        try:
+            with connections[self.using].cursor() as cursor:
+                cursor.execute("SELECT pg_notify(%s, %s)", [NOTIFY_CHANNEL, payload])
+        finally:
+            # This thread's ordinary connection served the probe only: do not hold it.
+            connections[self.using].close()
         deadline = time.monotonic() + PROBE_S
         while not self.stopping.is_set() and time.monotonic() < deadline:
             for note in conn.notifies(timeout=self.poll_s):
