@@ -49,6 +49,15 @@ def send(queue: str, body: Any, *, using: str | None = None, **options: Any) -> 
 
     The common case is one statement (``send_one``); the general path below handles
     dedup, ordered lines and every error with the same results."""
+    return send_stamped(queue, body, using=using, **options)[0]
+
+
+def send_stamped(
+    queue: str, body: Any, *, using: str | None = None, **options: Any
+) -> tuple[int, int]:
+    """``send``, also returning the enqueue time the row stores (epoch ms; for a
+    deduplicated resend, the original's), so a caller can report exactly what was
+    stored without reading it back (the Tasks backend's results)."""
     msg = OutMessage(body, **options)
     alias = core.alias_of(using, queue)
     core.check_queue_name(queue)
@@ -57,8 +66,19 @@ def send(queue: str, body: Any, *, using: str | None = None, **options: Any) -> 
     if send_one.eligible(row):
         seq = send_one.try_send(alias, queue, row, now)
         if seq is not None:
-            return seq
-    return _send(queue, [msg], using=using, single=True)[0]
+            return seq, now
+    inserted: list[int] = []
+    seq = _send(queue, [msg], using=using, single=True, now=now, inserted=inserted)[0]
+    return seq, now if seq in inserted else _enqueued_at(alias, seq, now)
+
+
+def _enqueued_at(alias: str, seq: int, default: int) -> int:
+    """The stored enqueue time of ``seq`` (a resend may have collapsed into an older
+    message), or ``default`` when the original is gone."""
+    cursor, _ = core.ctx(alias)
+    cursor.execute("SELECT enqueued_at FROM mqlite_message WHERE seq = %s", [seq])
+    found = cursor.fetchone()
+    return default if found is None else int(found[0])
 
 
 def send_batch(
@@ -74,13 +94,22 @@ def send_batch(
 
 
 def _send(
-    queue: str, messages: Sequence[OutMessage], *, using: str | None, single: bool
+    queue: str,
+    messages: Sequence[OutMessage],
+    *,
+    using: str | None,
+    single: bool,
+    now: int | None = None,
+    inserted: list[int] | None = None,
 ) -> list[int]:
+    """The general send: dedup, ordered lines, batches. ``now`` is the enqueue time
+    (default: the clock's); ``inserted`` receives the seqs of the rows it wrote (the
+    others collapsed into earlier messages)."""
     alias = core.alias_of(using, queue)
     cursor, dialect = core.ctx(alias)
     with transaction.atomic(using=alias):
         q = core.load_queue(cursor, queue)
-        now = now_ms()
+        now = now_ms() if now is None else now
         rows = [prepare(q, m, now) for m in messages]
         if not rows:
             return []
@@ -103,6 +132,8 @@ def _send(
         fresh = [r for r in rows if claims.get(id(r), 0) == 0]
         _mark_lines(cursor, dialect, q, fresh)
         _insert(cursor, dialect, q, fresh, now)
+        if inserted is not None:
+            inserted.extend(r.seq for r in fresh)
         for key, r in owners.items():
             cursor.execute(
                 "UPDATE mqlite_dedup SET seq = %s WHERE queue_id = %s AND dedup_key = %s",

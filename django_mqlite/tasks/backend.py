@@ -198,7 +198,7 @@ class MQLiteBackend(BaseTaskBackend):  # type: ignore[misc,unused-ignore]
             run_after = timezone.make_aware(run_after)
         if run_after is not None:  # kept in the body: the row's visible_at moves on claims
             body["run_after"] = clock.to_ms(run_after)
-        seq = self._send(
+        seq, enqueued_ms = self._send(
             task.queue_name,
             body,
             subject=f"{SUBJECT_PREFIX}{task.module_path}"[:256],
@@ -211,7 +211,7 @@ class MQLiteBackend(BaseTaskBackend):  # type: ignore[misc,unused-ignore]
             task=task,
             id=self._result_id(task.queue_name, seq),
             status=TaskResultStatus.READY,
-            enqueued_at=clock.now(),
+            enqueued_at=clock.from_ms(enqueued_ms),  # what the row stores
             started_at=None,
             finished_at=None,
             last_attempted_at=None,
@@ -234,9 +234,10 @@ class MQLiteBackend(BaseTaskBackend):  # type: ignore[misc,unused-ignore]
         alias = core.alias_of(self.database_for(queue))
         return str(seq) if alias == core.alias_of(self.database) else f"{seq}@{alias}"
 
-    def _send(self, queue: str, body: Any, **options: Any) -> int:
+    def _send(self, queue: str, body: Any, **options: Any) -> tuple[int, int]:
+        """(seq, stored enqueue time in ms), creating the queue on first use."""
         from ..engine.queues import create_queue
-        from ..engine.send import send
+        from ..engine.send import send_stamped as send
 
         using = self.database_for(queue)
         try:

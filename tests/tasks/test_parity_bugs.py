@@ -1,6 +1,6 @@
-"""Behaviour Django's own Tasks tests expect of a backend: run_after survives a round
-trip; a task calling sys.exit() or raising KeyboardInterrupt fails its attempt instead of
-wedging the worker."""
+"""Behaviour Django's own Tasks tests expect of a backend: the result enqueue() returns is
+the stored one; run_after survives a round trip; a task calling sys.exit() or raising
+KeyboardInterrupt fails its attempt instead of wedging the worker."""
 
 from __future__ import annotations
 
@@ -41,6 +41,27 @@ def test_run_after_survives_get_result(clock: mq.clock.FrozenClock) -> None:
     again = tasks.add.get_backend().get_result(result.id)
     assert again.task.run_after == later
     assert again.task == result.task
+
+
+def test_enqueue_returns_what_get_result_reads() -> None:
+    result = tasks.add.enqueue(1, 2)
+    stored = tasks.add.get_backend().get_result(result.id)
+    assert result.enqueued_at == stored.enqueued_at
+    assert result == stored
+    before = result.enqueued_at
+    result.refresh()
+    assert result.enqueued_at == before
+
+
+def test_a_deduplicated_enqueue_reports_the_original_enqueue_time(
+    clock: mq.clock.FrozenClock,
+) -> None:
+    backend = tasks.add.get_backend()
+    first = backend.enqueue_once(tasks.add, [1, 2], {}, key="once-a")
+    clock.advance(5)
+    again = backend.enqueue_once(tasks.add, [1, 2], {}, key="once-a")
+    assert again.id == first.id
+    assert again.enqueued_at == first.enqueued_at == backend.get_result(first.id).enqueued_at
 
 
 def test_sys_exit_in_a_task_fails_the_attempt(run_worker: Callable[..., Any]) -> None:
