@@ -75,12 +75,17 @@ def settle_failure(
     else:
         delay = backoff(msg.delivery_count)
         settle.abandon(msg.queue, msg.seq, token, delay=delay, error=tb, using=using)
-        logger.warning(
-            "%s #%s attempt %s failed (%s: %s); retry in %.2fs unless exhausted",
-            msg.queue,
-            msg.seq,
-            msg.delivery_count,
-            type(failure).__name__,
-            failure,
-            delay,
-        )
+        log_failure(msg, failure, delay)
+
+
+def log_failure(msg: Received, failure: BaseException, delay: float) -> None:
+    """The worker's one log line for a failed attempt."""
+    logger.warning(
+        "%s #%s attempt %s failed (%s: %s); retry in %.2fs unless exhausted",
+        msg.queue,
+        msg.seq,
+        msg.delivery_count,
+        type(failure).__name__,
+        failure,
+        delay,
+    )

@@ -246,15 +246,7 @@ class Pool:
         with self.lock:
             self.failed.append((d, delay, tb))
             self.failures += 1
-        logger.warning(
-            "%s #%s attempt %s failed (%s: %s); retry in %.2fs unless exhausted",
-            msg.queue,
-            msg.seq,
-            msg.delivery_count,
-            type(failure).__name__,
-            failure,
-            delay,
-        )
+        handling.log_failure(msg, failure, delay)
 
     def _settle_directly(self, d: Delivery, failure: BaseException | None, tb: str) -> None:
         if failure is not None:
