@@ -93,6 +93,10 @@ def test_fifty_http_producers_while_workers_drain(
     total = PRODUCERS * per
     mq.create_queue("drain", lock_duration=10)
     user = django_user_model.objects.create_user("producer", password="x")
+    # The API's default permissions: producers need this app's send permission.
+    from django.contrib.auth.models import Permission
+
+    user.user_permissions.add(Permission.objects.get(codename="send_queue"))
     send = http_sender(live_server.url, Token.objects.create(user=user).key)
     fleet = Fleet(tmp_path, FLEET)
     sent: dict[str, int] = {}

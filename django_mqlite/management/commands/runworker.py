@@ -49,6 +49,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
+            "--skip-checks", action="store_true", help="skip this app's system checks at start"
+        )
+        parser.add_argument(
             "--queue",
             "-q",
             action="append",
@@ -103,7 +106,9 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         if options["verbosity"] >= 1:
             _log_to_stderr(logging.DEBUG if options["verbosity"] >= 2 else logging.INFO)
-        self.check(tags=[checks.TAG], databases=[options["database"] or mqlite_settings.DATABASE])
+        if not options["skip_checks"]:
+            database = options["database"] or mqlite_settings.DATABASE
+            self.check(tags=[checks.TAG], databases=[database])
         autodiscover()
         if not registry.queues():
             raise CommandError(nothing_to_serve())
