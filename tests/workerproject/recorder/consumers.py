@@ -39,6 +39,8 @@ def _behave(msg: mq.Received) -> None:
     spec = msg.json() if msg.content_type == "application/json" else {}
     if not isinstance(spec, dict):
         spec = {}
+    if spec.get("query"):  # the handler itself uses the database (its thread's connection)
+        mq.get_queue(msg.queue)
     if "sleep" in spec:
         time.sleep(spec["sleep"])
     if "sleep_first" in spec and msg.delivery_count == 1:
