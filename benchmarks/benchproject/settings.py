@@ -62,14 +62,17 @@ INSTALLED_APPS = [
     "django_mqlite",
     "benchmarks.benchproject.noop",
 ]
+import django  # noqa: E402
+
 try:  # the django-tasks-db peer is an optional bench dependency
     import django_tasks_db  # noqa: F401
 
-    INSTALLED_APPS += ["django_tasks", "django_tasks_db"]
+    # The backport is an app on Django 5.2; Django 6.x has django.tasks built in.
+    INSTALLED_APPS += (
+        ["django_tasks", "django_tasks_db"] if django.VERSION < (6, 0) else ["django_tasks_db"]
+    )
     TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
 except ImportError:  # the peer is not installed (CI's smoke run): a stand-in default
-    import django
-
     if django.VERSION < (6, 0):
         INSTALLED_APPS += ["django_tasks"]
         _dummy = "django_tasks.backends.dummy.DummyBackend"
