@@ -275,22 +275,29 @@ def pause_queues(
     modeladmin: admin.ModelAdmin[Any], request: HttpRequest, queryset: QuerySet[Queue]
 ) -> None:
     """Stop handing out messages of the selected queues (sends still go in)."""
-    _require(request, PAUSE_PERMISSION)
-    names = [q.name for q in queryset]
-    for name in names:
-        pause_queue(name)
-    _report_queues(modeladmin, request, len(names), "paused")
+    _each_queue(modeladmin, request, queryset, pause_queue, "paused")
 
 
 @admin.action(permissions=["pause"], description=gettext_lazy("Resume selected queues"))
 def resume_queues(
     modeladmin: admin.ModelAdmin[Any], request: HttpRequest, queryset: QuerySet[Queue]
 ) -> None:
+    _each_queue(modeladmin, request, queryset, resume_queue, "resumed")
+
+
+def _each_queue(
+    modeladmin: admin.ModelAdmin[Any],
+    request: HttpRequest,
+    queryset: QuerySet[Queue],
+    verb: Callable[..., Any],
+    done: str,
+) -> None:
+    """Pause or resume each selected queue on the database the page shows."""
     _require(request, PAUSE_PERMISSION)
     names = [q.name for q in queryset]
     for name in names:
-        resume_queue(name)
-    _report_queues(modeladmin, request, len(names), "resumed")
+        verb(name, using=queryset.db)
+    _report_queues(modeladmin, request, len(names), done)
 
 
 def _report_queues(
