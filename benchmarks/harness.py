@@ -9,11 +9,12 @@ import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 ROOT = Path(__file__).resolve().parent.parent
 MANAGE = ROOT / "benchmarks" / "benchproject" / "manage.py"
@@ -48,13 +49,36 @@ class Context:
         return int(self.sizes[name])
 
     def manage(self, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-        """Start ``manage.py <args>`` of the bench project with this run's database."""
-        return subprocess.Popen(  # noqa: S603 - our own interpreter and script
+        """Start ``manage.py <args>`` of the bench project with this run's database.
+
+        Its stderr goes to an unnamed temporary file, never to a pipe: nobody reads a
+        pipe while the worker runs, and once 64 KiB are waiting in it the worker blocks
+        in write() for good. django-ox's ox_worker at its default verbosity logs each
+        task's claim, start and success to stderr, so every drain of it hung there.
+        ``wait_all`` reads the file's tail when a worker fails."""
+        err = tempfile.TemporaryFile()  # closed by wait_all (or when collected)
+        proc = subprocess.Popen(  # noqa: S603 - our own interpreter and script
             [sys.executable, str(MANAGE), *args],
             env={**os.environ, **(env or {})},
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
+            stderr=err,
         )
+        _STDERR[proc.pid] = err
+        return proc
+
+
+# Each started worker's stderr file, by pid (see Context.manage).
+_STDERR: dict[int, IO[bytes]] = {}
+
+
+def _stderr_tail(proc: subprocess.Popen[bytes], size: int = 2000) -> str:
+    """The last ``size`` characters the worker wrote to stderr (and the file closed)."""
+    err = _STDERR.pop(proc.pid, None)
+    if err is None:
+        return ""
+    with err:
+        err.seek(0)
+        return err.read().decode(errors="replace")[-size:]
 
 
 def repeat(
@@ -112,10 +136,12 @@ def wait_all(procs: list[subprocess.Popen[bytes]], timeout_s: float) -> None:
         except subprocess.TimeoutExpired:
             for q in procs:
                 q.kill()
-            raise RuntimeError(f"worker {p.args} did not finish in {timeout_s}s") from None
+            raise RuntimeError(
+                f"worker {p.args} did not finish in {timeout_s}s: {_stderr_tail(p)}"
+            ) from None
+        err = _stderr_tail(p)
         if p.returncode != 0:
-            err = p.stderr.read().decode(errors="replace") if p.stderr else ""
-            raise RuntimeError(f"worker {p.args} exited {p.returncode}: {err[-2000:]}")
+            raise RuntimeError(f"worker {p.args} exited {p.returncode}: {err}")
 
 
 def reset() -> None:
