@@ -102,12 +102,20 @@ def has_ox() -> bool:
 
 
 def ox_worker_args() -> list[str]:
-    # --batch: exit once nothing is ready (like runworker --burst); --backend only names
-    # the bench project's alias for it (its default alias is django-tasks-db here).
+    """``ox_worker`` as django-ox's README starts it (``TASKS`` entry with only its
+    ``BACKEND``, ``django_ox`` in ``INSTALLED_APPS``, ``python manage.py ox_worker``),
+    plus ``--batch``: exit once a poll pass finds nothing to claim and none of its
+    tasks is in flight (like ``runworker --burst``). ``--backend`` only names the bench
+    project's alias for it, whose ``default`` alias is django-tasks-db. Everything else
+    is the default: one process, ``--concurrency 1``, ``--interval 1.0``, verbosity 1
+    (a log line per task on stderr, which ``Context.manage`` sends to a file)."""
     return ["ox_worker", "--backend", "ox", "--batch"]
 
 
 def ox_pending() -> int:
+    """Tasks not yet finished: READY (deferred retries included) and RUNNING. WAITING
+    rows are never claimed by ox_worker (only packages built on django-ox write them),
+    and the no-op tasks here never fail, so nothing else can be left."""
     from django_ox.models import OxTask
 
     waiting = [OxTask.Status.READY, OxTask.Status.RUNNING]

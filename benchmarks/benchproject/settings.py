@@ -86,6 +86,8 @@ if (Path(__file__).resolve().parents[2] / "django_mqlite" / "backends.py").exist
 try:  # django-ox (Python 3.12+), measured in the defaults table when installed
     import django_ox  # noqa: F401
 
+    # As its README configures it, under the alias "ox" (ox_worker --backend ox):
+    # "default" is django-tasks-db here. Its migrations run with everyone's.
     INSTALLED_APPS += ["django_ox"]
     TASKS["ox"] = {"BACKEND": "django_ox.backend.OxBackend"}
 except ImportError:
