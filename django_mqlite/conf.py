@@ -56,6 +56,10 @@ DEFAULTS: dict[str, Any] = {
     # LISTEN connections by database alias: {alias: {settings overriding DATABASES[alias]}}
     # (e.g. {"PORT": 5432} to reach PostgreSQL itself behind PgBouncer), or False: no LISTEN.
     "LISTEN": {},
+    # Server-side prepared statements for the send on PostgreSQL (engine/prepared.py):
+    # None: on, unless the alias sets DISABLE_SERVER_SIDE_CURSORS (transaction pooling);
+    # True/False: on/off for every PostgreSQL alias.
+    "PREPARED_STATEMENTS": None,
     # Periodic schedules: {name: {"cron": "*/5 * * * *", "task": "path" | "queue": ..., ...}}.
     "PERIODIC": {},
     # SQS-compatible endpoint: {"CREDENTIALS": {key id: secret | {"secret", "user"}},

@@ -22,7 +22,7 @@ from typing import Any
 
 from django.db import connections, transaction
 
-from . import core, wakeup
+from . import core, prepared, wakeup
 from .dialects import Dialect
 from .prepare import Row
 from .types import TOTAL_NAMES
@@ -79,7 +79,17 @@ _TOTALS = (
 
 
 # -- name: send_one (PostgreSQL) ---------------------------------------------------------
+_postgres: dict[bool, str] = {}
+
+
 def _postgres_sql(dialect: Dialect, notify: bool) -> str:
+    sql = _postgres.get(notify)
+    if sql is None:
+        sql = _postgres[notify] = _build_postgres_sql(dialect, notify)
+    return sql
+
+
+def _build_postgres_sql(dialect: Dialect, notify: bool) -> str:
     values = (
         "SELECT q.id, CAST(%s AS varchar), CAST(%s AS smallint), CAST(%s AS bigint), "
         "COALESCE(CAST(%s AS bigint), CAST(%s AS bigint) + q.default_ttl_ms), "
@@ -131,7 +141,9 @@ def try_send(alias: str, queue: str, row: Row, now: int) -> int | None:
     ]
     if dialect.concurrent_writers:
         sql = _postgres_sql(dialect, notify)
-        cursor.execute(sql, [*params, *values, *([queue] if notify else [])])
+        label = "send_notify" if notify else "send"
+        tail = [queue] if notify else []
+        prepared.execute(cursor, alias, label, sql, [*params, *values, *tail])
         got = cursor.fetchone()
         seq = None if got is None else int(got[0])
     else:

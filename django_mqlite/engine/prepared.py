@@ -1,0 +1,106 @@
+"""Server-side prepared statements for the engine's hottest statement on PostgreSQL.
+
+Django's psycopg backend binds parameters on the client and turns psycopg's own automatic
+preparation off (``prepare_threshold=None``, so that a transaction-pooling PgBouncer
+works), so the server parses and plans every statement it receives afresh. For the
+one-statement send (a CTE over three tables) that planning is the larger part of the
+server's time: measured on this project's benchmark machine, inside one transaction,
+475 µs per send as plain text against 300 µs as ``EXECUTE`` of the same statement
+prepared, and about 140 µs for a bare ``SELECT 1`` round trip (docs/benchmark.md).
+
+So on a direct connection the engine sends ``PREPARE`` once per database session (the
+first time the statement runs on it) and then ``EXECUTE name(...)`` through Django's own
+cursor: the statement still shows in ``CaptureQueriesContext`` and passes through any
+``execute_wrapper``, and it runs in the caller's transaction as before. A prepared
+statement is not transactional (a rollback keeps it), belongs to the session (a new
+connection prepares again), and is re-planned by PostgreSQL when a table it reads
+changes or ``search_path`` does.
+
+Off where a session's prepared statement may not be there next time:
+
+- the alias sets ``DISABLE_SERVER_SIDE_CURSORS`` (Django's documented setting for a
+  transaction-pooling PgBouncer, where each transaction may run on another session);
+- ``MQLITE["PREPARED_STATEMENTS"]`` is ``False`` (``True`` forces it on; the default,
+  ``None``, is the rule above).
+
+On SQLite there is nothing to do: the engine's cursor already reuses compiled statements
+(``sqlite3``'s statement cache).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import weakref
+from collections.abc import Sequence
+from typing import Any
+
+from django.db import connections
+from django.db.backends.utils import CursorWrapper
+
+from ..conf import mqlite_settings
+
+_FORMAT = re.compile(r"(?<!%)%s")
+
+# Per database session (the driver's connection object), the names prepared on it.
+_prepared: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
+# Per statement text: its name and its PREPARE body.
+_names: dict[str, tuple[str, str, int]] = {}
+
+
+def enabled(alias: str) -> bool:
+    """Whether statements on ``alias`` are prepared (PostgreSQL, direct connections)."""
+    db = connections[alias]
+    if db.vendor != "postgresql":
+        return False
+    setting = mqlite_settings.PREPARED_STATEMENTS
+    if setting is not None:
+        return bool(setting)
+    return not db.settings_dict.get("DISABLE_SERVER_SIDE_CURSORS", False)
+
+
+def _compile(label: str, sql: str) -> tuple[str, str, int]:
+    """The statement's name (label + a hash of its text, so two versions or variants
+    never share one), its text with ``$n`` placeholders, and its parameter count."""
+    got = _names.get(sql)
+    if got is None:
+        count = 0
+
+        def number(_: re.Match[str]) -> str:
+            nonlocal count
+            count += 1
+            return f"${count}"
+
+        body = _FORMAT.sub(number, sql).replace("%%", "%")
+        digest = hashlib.sha1(sql.encode(), usedforsecurity=False).hexdigest()[:12]
+        got = _names[sql] = (f"mqlite_{label}_{digest}", body, count)
+    return got
+
+
+def execute(cursor: CursorWrapper, alias: str, label: str, sql: str, params: Sequence[Any]) -> None:
+    """Run ``sql`` (``%s`` placeholders) with ``params`` on ``cursor``: as ``EXECUTE``
+    of a statement prepared on this session when ``enabled(alias)``, else as it is."""
+    if not enabled(alias):
+        cursor.execute(sql, params)
+        return
+    name, body, count = _compile(label, sql)
+    if len(params) != count:
+        raise ValueError(f"{name}: {count} placeholders, {len(params)} parameters")
+    db = connections[alias]
+    db.ensure_connection()
+    session = db.connection
+    names = _prepared.get(session)
+    if names is None:
+        names = _prepared[session] = set()
+    if name not in names:
+        cursor.execute(f"PREPARE {name} AS {body}")
+        names.add(name)
+    cursor.execute(f"EXECUTE {name}({', '.join(['%s'] * count)})", params)
+
+
+def forget(alias: str) -> None:
+    """Forget what was prepared on ``alias``'s current session (after a
+    ``DEALLOCATE ALL`` or ``DISCARD ALL`` run behind the engine's back)."""
+    db = connections[alias]
+    if db.connection is not None:
+        _prepared.pop(db.connection, None)
