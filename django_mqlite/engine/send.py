@@ -145,7 +145,8 @@ def _send(
         for repeat, original in copies:
             repeat.seq = original.seq
         if fresh:
-            core.bump_totals(cursor, dialect, q.id, enqueued=len(fresh))
+            if not dialect.counts_enqueued:
+                core.bump_totals(cursor, dialect, q.id, enqueued=len(fresh))
             notify = dialect.notify_sql()
             if not send_one.wake_pending(alias, q.name):
                 if notify is not None:

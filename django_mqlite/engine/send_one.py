@@ -6,9 +6,9 @@ that does not exist) takes the general path in ``send``, which gives the same an
 PostgreSQL: one statement resolves the queue, inserts the row, bumps the lifetime
 counter and (once per transaction) NOTIFYs, with no savepoint: a single statement is
 atomic on its own, and inside the caller's transaction it commits or rolls back with it.
-SQLite cannot modify data in a CTE, so there the queue is resolved inside the INSERT and
-the counter is a second statement in the same transaction (still no SELECT and no
-savepoint); both run in-process, with no round trip to save.
+It is a prepared statement on a direct connection (``prepared``). SQLite cannot modify
+data in a CTE, so there the queue is resolved inside the INSERT and the counter is
+bumped by the table's trigger (migration 0008) within the same statement.
 
 Wake-ups: a successful send registers a ``Wake`` callback for its queue with
 ``transaction.on_commit``. While one is pending in the transaction, the NOTIFY it came
@@ -109,14 +109,14 @@ def _build_postgres_sql(dialect: Dialect, notify: bool) -> str:
     )
 
 
-# -- name: send_one_insert, send_one_totals (SQLite) -------------------------------------
+# -- name: send_one_insert (SQLite) -----------------------------------------------------
+# The queue's ``enqueued`` total is added by the trigger of migration 0008, inside this
+# statement.
 _SQLITE_INSERT = (
     f"INSERT INTO mqlite_message ({_COLUMNS}) "
     "SELECT q.id, %s, %s, %s, COALESCE(%s, %s + q.default_ttl_ms), %s, %s, %s, %s, %s, %s, "
-    f"%s, NULL, NULL, NULL, 0, 0 FROM ({_QUEUE}) AS q RETURNING seq, queue_id"
+    f"%s, NULL, NULL, NULL, 0, 0 FROM ({_QUEUE}) AS q RETURNING seq"
 )
-# (``WHERE true``: an INSERT ... SELECT with an upsert clause needs one in SQLite.)
-_SQLITE_TOTALS = _TOTALS.format(shard="0", count="%s", src="(SELECT %s AS queue_id) WHERE true")
 
 
 def try_send(alias: str, queue: str, row: Row, now: int) -> int | None:
@@ -147,12 +147,9 @@ def try_send(alias: str, queue: str, row: Row, now: int) -> int | None:
         got = cursor.fetchone()
         seq = None if got is None else int(got[0])
     else:
-        with transaction.atomic(using=alias, savepoint=False):
-            cursor.execute(_SQLITE_INSERT, [*values, *params])
-            got = cursor.fetchone()
-            seq = None if got is None else int(got[0])
-            if got is not None:
-                cursor.execute(_SQLITE_TOTALS, [1, got[1]])
+        cursor.execute(_SQLITE_INSERT, [*values, *params])
+        got = cursor.fetchone()
+        seq = None if got is None else int(got[0])
     if seq is not None and not wake_pending(alias, queue):
         on_commit_wake(alias, queue)
     return seq

@@ -1,6 +1,6 @@
-"""A single send is one statement on PostgreSQL (queue lookup, insert, lifetime counter
-and NOTIFY in one CTE) and, on SQLite, an INSERT that resolves the queue plus the
-counter; no savepoint on the common path, one NOTIFY per queue and transaction, and
+"""A single send is one statement: on PostgreSQL a CTE (queue lookup, insert, lifetime
+counter and NOTIFY), on SQLite an INSERT that resolves the queue, whose trigger adds to
+the counter; no savepoint on the common path, one NOTIFY per queue and transaction, and
 everything that needs more (dedup, ordered lines, errors) still works."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def statements(ctx: CaptureQueriesContext) -> list[str]:
 
 
 def expected_count() -> int:
-    return 1 if connection.vendor == "postgresql" else 2
+    return 1
 
 
 @pytest.fixture(autouse=True)
@@ -152,3 +152,41 @@ def test_everything_else_takes_the_general_path_with_the_same_answers() -> None:
         mq.send("plain", "other", message_id="k")
     assert mq.stats("plain").totals["enqueued"] == 1
     assert mq.stats("content").totals["enqueued"] == 1
+
+
+def test_the_counter_follows_every_insert_and_only_inserts() -> None:
+    """Every way a message row is written counts it once (SQLite: the trigger; PostgreSQL:
+    the statements), a rolled-back send counts nothing, a deduplicated one nothing more,
+    and a redrive counts the target once."""
+    mq.create_queue("c", max_delivery_count=1)
+    mq.create_queue("back")
+    mq.send("c", "one")
+    mq.send_batch("c", [mq.OutMessage("two"), mq.OutMessage("three", message_id="k")])
+    mq.send("c", "three", message_id="k")  # a duplicate: collapses into the original
+    with transaction.atomic():
+        mq.send("c", "gone")
+        mq.send_batch("c", [mq.OutMessage("gone too")])
+        transaction.set_rollback(True)
+    assert mq.stats("c").totals["enqueued"] == 3
+    [m] = mq.receive("c")
+    m.reject("Bad")
+    assert mq.redrive("c", to_queue="back") == 1
+    assert mq.stats("back").totals["enqueued"] == 1
+    assert mq.stats("c").totals["enqueued"] == 3
+    assert mq.stats("c").totals["redriven"] == 1
+
+
+@pytest.mark.skipif("connection.vendor != 'sqlite'")
+def test_sqlite_counts_by_trigger_and_the_send_writes_no_counter() -> None:
+    mq.create_queue("t")
+    with CaptureQueriesContext(connection) as ctx:
+        mq.send("t", "x")
+        mq.send_batch("t", [mq.OutMessage("y"), mq.OutMessage("z")])
+    assert not [s for s in statements(ctx) if "mqlite_totals" in s], statements(ctx)
+    assert mq.stats("t").totals["enqueued"] == 3
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' "
+            "AND name = 'mqlite_count_enqueued'"
+        )
+        assert cursor.fetchone()[0] == 1

@@ -19,6 +19,9 @@ class Dialect:
     has_listen_notify = False
     #: Several processes may claim concurrently (row locks); otherwise writes are serialized.
     concurrent_writers = False
+    #: The database adds to a queue's ``enqueued`` total on every insert into
+    #: ``mqlite_message`` (SQLite's trigger, migration 0008): senders must not.
+    counts_enqueued = False
 
     def new_token_sql(self) -> str:
         """An expression producing a fresh random 128-bit token as 32 hex characters."""

@@ -7,6 +7,7 @@ from .base import Dialect
 
 class SQLiteDialect(Dialect):
     vendor = "sqlite"
+    counts_enqueued = True
 
     def new_token_sql(self) -> str:
         return "lower(hex(randomblob(16)))"
