@@ -57,15 +57,20 @@ class Context:
         task's claim, start and success to stderr, so every drain of it hung there.
         ``wait_all`` reads the file's tail when a worker fails."""
         err = tempfile.TemporaryFile()  # closed by wait_all (or when collected)
+        # A system's worker runs with only that system installed (benchproject/settings).
+        system = {"BENCH_SYSTEM": _SYSTEM_OF[args[0]]} if args and args[0] in _SYSTEM_OF else {}
         proc = subprocess.Popen(  # noqa: S603 - our own interpreter and script
             [sys.executable, str(MANAGE), *args],
-            env={**os.environ, **(env or {})},
+            env={**os.environ, **system, **(env or {})},
             stdout=subprocess.DEVNULL,
             stderr=err,
         )
         _STDERR[proc.pid] = err
         return proc
 
+
+# The system each worker command belongs to (BENCH_SYSTEM in benchproject/settings.py).
+_SYSTEM_OF = {"runworker": "mqlite", "db_worker": "tasks_db", "ox_worker": "ox"}
 
 # Each started worker's stderr file, by pid (see Context.manage).
 _STDERR: dict[int, IO[bytes]] = {}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from importlib.util import find_spec
 from pathlib import Path
 
 SECRET_KEY = "benchmarks-only-not-secret"  # noqa: S105 - a local benchmark project
@@ -64,34 +65,44 @@ INSTALLED_APPS = [
 ]
 import django  # noqa: E402
 
-try:  # the django-tasks-db peer is an optional bench dependency
-    import django_tasks_db  # noqa: F401
+_BACKPORT = ["django_tasks"] if django.VERSION < (6, 0) else []  # Django 6.x: django.tasks
+_MQLITE = {"BACKEND": "django_mqlite.backends.MQLiteBackend", "QUEUES": ["default"]}
+_TASKS_DB = {"BACKEND": "django_tasks_db.DatabaseBackend"}
+# django-ox as its README configures it; "ox" is the alias ox_worker --backend ox names.
+_OX = {"BACKEND": "django_ox.backend.OxBackend"}
+HAS_TASKS_DB = find_spec("django_tasks_db") is not None  # (found, not imported: an
+HAS_OX = find_spec("django_ox") is not None  # import here would cost every process)
 
-    # The backport is an app on Django 5.2; Django 6.x has django.tasks built in.
-    INSTALLED_APPS += (
-        ["django_tasks", "django_tasks_db"] if django.VERSION < (6, 0) else ["django_tasks_db"]
-    )
-    TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
-except ImportError:  # the peer is not installed (CI's smoke run): a stand-in default
-    if django.VERSION < (6, 0):
-        INSTALLED_APPS += ["django_tasks"]
-        _dummy = "django_tasks.backends.dummy.DummyBackend"
-    else:
-        _dummy = "django.tasks.backends.dummy.DummyBackend"
-    TASKS = {"default": {"BACKEND": _dummy}}
-if (Path(__file__).resolve().parents[2] / "django_mqlite" / "backends.py").exists():
-    # After the Tasks backend is merged (checked by file: see peers.has_mqlite_backend).
-    TASKS["mqlite"] = {"BACKEND": "django_mqlite.backends.MQLiteBackend", "QUEUES": ["default"]}
-
-try:  # django-ox (Python 3.12+), measured in the defaults table when installed
-    import django_ox  # noqa: F401
-
-    # As its README configures it, under the alias "ox" (ox_worker --backend ox):
-    # "default" is django-tasks-db here. Its migrations run with everyone's.
-    INSTALLED_APPS += ["django_ox"]
-    TASKS["ox"] = {"BACKEND": "django_ox.backend.OxBackend"}
-except ImportError:
-    pass
+# BENCH_SYSTEM: a worker process of one system runs in a project that has only that
+# system installed, as a project using it would (a peer's worker does not import
+# django-mqlite, nor ours the peers). The harness itself (BENCH_SYSTEM unset) installs
+# every system: it migrates the one database they share and enqueues through each.
+SYSTEM = os.environ.get("BENCH_SYSTEM", "")
+if SYSTEM == "mqlite":
+    INSTALLED_APPS += _BACKPORT
+    TASKS = {"default": _MQLITE, "mqlite": _MQLITE}
+elif SYSTEM == "tasks_db":
+    INSTALLED_APPS = [a for a in INSTALLED_APPS if a != "django_mqlite"]
+    INSTALLED_APPS += [*_BACKPORT, "django_tasks_db"]
+    TASKS = {"default": _TASKS_DB}
+elif SYSTEM == "ox":
+    INSTALLED_APPS = [a for a in INSTALLED_APPS if a != "django_mqlite"]
+    INSTALLED_APPS += [*_BACKPORT, "django_ox"]
+    TASKS = {"default": _OX, "ox": _OX}
+elif SYSTEM:
+    raise ValueError(f"BENCH_SYSTEM={SYSTEM!r}: mqlite, tasks_db or ox")
+else:
+    INSTALLED_APPS += _BACKPORT
+    if HAS_TASKS_DB:  # the peer is an optional bench dependency
+        INSTALLED_APPS += ["django_tasks_db"]
+        TASKS = {"default": _TASKS_DB}
+    else:  # the peer is not installed (CI's smoke run): a stand-in default
+        _tasks = "django_tasks" if _BACKPORT else "django.tasks"
+        TASKS = {"default": {"BACKEND": f"{_tasks}.backends.dummy.DummyBackend"}}
+    TASKS["mqlite"] = _MQLITE
+    if HAS_OX:  # django-ox (Python 3.12+), measured in the defaults table when installed
+        INSTALLED_APPS += ["django_ox"]
+        TASKS["ox"] = _OX
 
 MQLITE: dict[str, object] = {"QUEUES": {"bench": {}}}
 LOGGING = {"version": 1, "disable_existing_loggers": False, "root": {"level": "WARNING"}}
