@@ -31,7 +31,7 @@ from django.db import IntegrityError, transaction
 from django.db.backends.utils import CursorWrapper
 
 from ..conf import mqlite_settings
-from . import core
+from . import core, send_one
 from .clock import from_ms, now_ms
 from .dialects import Dialect
 from .types import TOTAL_NAMES, State
@@ -137,6 +137,7 @@ def live_totals(cursor: CursorWrapper, queue_ids: Sequence[int]) -> dict[int, tu
     """Each queue's lifetime totals now, in ``TOTAL_NAMES`` order (one statement, so one
     consistent reading on every database)."""
     out = {q: (0,) * len(TOTAL_NAMES) for q in queue_ids}
+    send_one.flush_deferred_counts(cursor.db.alias)  # this transaction's own sends
     sums = ", ".join(f"SUM({n})" for n in TOTAL_NAMES)
     for part in core.chunks(list(queue_ids), _IN_CHUNK):
         cursor.execute(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..exceptions import InvalidArgumentError
-from . import core
+from . import core, send_one
 from .clock import now_ms
 from .types import TOTAL_NAMES, Peeked, QueueStats, State, ms_or_none
 
@@ -94,6 +94,7 @@ def _stats_one(cursor: Any, q: core.QueueRow) -> QueueStats:
     )
     row = cursor.fetchone()
     oldest = None if row is None else max(0.0, (now_ms() - row[0]) / 1000)
+    send_one.flush_deferred_counts(cursor.db.alias)  # this transaction's own sends
     sums = ", ".join(f"COALESCE(SUM({n}), 0)" for n in TOTAL_NAMES)
     cursor.execute(f"SELECT {sums} FROM mqlite_totals WHERE queue_id = %s", [q.id])
     totals = dict(zip(TOTAL_NAMES, (int(v) for v in cursor.fetchone()), strict=True))

@@ -38,14 +38,58 @@ class Wake:
         wakeup.notify(self.queue)
 
 
-def wake_pending(alias: str, queue: str) -> bool:
-    """Whether this transaction already has a wake-up (and its NOTIFY) for ``queue``."""
+class Counted:
+    """An on-commit no-op saying that this transaction wrote ``queue``'s totals row with
+    a send, so PostgreSQL holds an unfired ``mqlite_count_deferred`` event for it: later
+    sends to the queue may leave their count to that event (``deferred``). Django drops
+    the marker with a rolled-back savepoint, as PostgreSQL drops the event; once the
+    events have fired early (``flush_deferred_counts``) it is ``fired``."""
+
+    def __init__(self, queue: str) -> None:
+        self.queue = queue
+        self.deferred = False
+        self.fired = False
+
+    def __call__(self) -> None:
+        pass
+
+
+def _pending(alias: str, kind: type[Any], queue: str) -> Any:
     conn = connections[alias]
     if not conn.in_atomic_block:
-        return False
-    return any(
-        isinstance(entry[1], Wake) and entry[1].queue == queue for entry in conn.run_on_commit
-    )
+        return None
+    for entry in conn.run_on_commit:
+        found = entry[1]
+        if isinstance(found, kind) and found.queue == queue and not getattr(found, "fired", False):
+            return found
+    return None
+
+
+def wake_pending(alias: str, queue: str) -> bool:
+    """Whether this transaction already has a wake-up (and its NOTIFY) for ``queue``."""
+    return _pending(alias, Wake, queue) is not None
+
+
+def flush_deferred_counts(alias: str) -> None:
+    """Add the counts that sends in this transaction left for commit to the totals now
+    (PostgreSQL), so a reader of the totals inside the transaction sees its own sends.
+    Nothing to do outside a transaction or when no count waits."""
+    conn = connections[alias]
+    if conn.vendor != "postgresql" or not conn.in_atomic_block:
+        return
+    marks = [
+        entry[1]
+        for entry in conn.run_on_commit
+        if isinstance(entry[1], Counted) and not entry[1].fired
+    ]
+    if not any(m.deferred for m in marks):
+        return
+    with conn.cursor() as cursor:
+        # Deferred to immediate fires what is queued now; then deferred again.
+        cursor.execute("SET CONSTRAINTS mqlite_count_deferred IMMEDIATE")
+        cursor.execute("SET CONSTRAINTS mqlite_count_deferred DEFERRED")
+    for m in marks:  # their events have fired: a later send writes the row again
+        m.fired = True
 
 
 def on_commit_wake(alias: str, queue: str) -> None:
@@ -109,6 +153,27 @@ def _build_postgres_sql(dialect: Dialect, notify: bool) -> str:
     )
 
 
+# -- name: send_one_deferred (PostgreSQL) ------------------------------------------------
+# A later send to a queue in a transaction that has written the queue's totals already:
+# the count goes to a transaction-local setting, which the deferred trigger of
+# migration 0008 adds to the totals row once, at commit.
+_PENDING = "'mqlite.enqueued_' || queue_id"
+_DEFERRED_TAIL = (
+    f"set_config({_PENDING}, "
+    f"(COALESCE(NULLIF(current_setting({_PENDING}, true), ''), '0')::bigint + 1)::text, true)"
+)
+
+
+_deferred: list[str] = []
+
+
+def _deferred_sql(dialect: Dialect) -> str:
+    if not _deferred:
+        head, _, _ = _build_postgres_sql(dialect, False).partition(", t AS (")
+        _deferred.append(f"{head} SELECT seq, {_DEFERRED_TAIL} FROM m")
+    return _deferred[0]
+
+
 # -- name: send_one_insert (SQLite) -----------------------------------------------------
 # The queue's ``enqueued`` total is added by the trigger of migration 0008, inside this
 # statement.
@@ -124,6 +189,7 @@ def try_send(alias: str, queue: str, row: Row, now: int) -> int | None:
     (the queue is missing, ordered, deduplicating by content, ...)."""
     cursor, dialect = core.ctx(alias)
     notify = dialect.has_listen_notify and not wake_pending(alias, queue)
+    counted: Counted | None = _pending(alias, Counted, queue) if dialect.defers_counts else None
     params: list[Any] = [queue, False]  # the queue's name; content_dedup must be off
     values: list[Any] = [
         "scheduled" if row.visible_at > now else "active",
@@ -139,6 +205,13 @@ def try_send(alias: str, queue: str, row: Row, now: int) -> int | None:
         row.reply_to,
         row.content_type,
     ]
+    if counted is not None:
+        prepared.execute(cursor, alias, "send_deferred", _deferred_sql(dialect), [*params, *values])
+        got = cursor.fetchone()
+        seq = None if got is None else int(got[0])
+        if seq is not None:
+            counted.deferred = True
+        return seq
     if dialect.concurrent_writers:
         sql = _postgres_sql(dialect, notify)
         label = "send_notify" if notify else "send"
@@ -150,6 +223,8 @@ def try_send(alias: str, queue: str, row: Row, now: int) -> int | None:
         cursor.execute(_SQLITE_INSERT, [*values, *params])
         got = cursor.fetchone()
         seq = None if got is None else int(got[0])
+    if seq is not None and dialect.defers_counts and connections[alias].in_atomic_block:
+        transaction.on_commit(Counted(queue), using=alias)
     if seq is not None and not wake_pending(alias, queue):
         on_commit_wake(alias, queue)
     return seq

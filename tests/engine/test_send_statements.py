@@ -190,3 +190,77 @@ def test_sqlite_counts_by_trigger_and_the_send_writes_no_counter() -> None:
             "AND name = 'mqlite_count_enqueued'"
         )
         assert cursor.fetchone()[0] == 1
+
+
+def test_a_transaction_counts_every_send_once_savepoints_included() -> None:
+    """PostgreSQL leaves the count of later sends in a transaction to a deferred trigger
+    at commit (migration 0008): the totals come out exact whatever savepoints did."""
+    mq.create_queue("d")
+    mq.create_queue("e")
+    with transaction.atomic():
+        for i in range(5):
+            mq.send("d", i)
+        with transaction.atomic():  # released: counts
+            mq.send("d", "kept")
+            mq.send("e", "other queue")
+        try:
+            with transaction.atomic():  # rolled back: counts nothing
+                mq.send("d", "gone")
+                mq.send("e", "gone")
+                raise RuntimeError
+        except RuntimeError:
+            pass
+        mq.send("e", "after")
+    assert mq.stats("d").totals["enqueued"] == 6 == len(mq.peek("d", limit=100))
+    assert mq.stats("e").totals["enqueued"] == 2 == len(mq.peek("e", limit=100))
+    with transaction.atomic():
+        for i in range(3):
+            mq.send("d", i)
+        transaction.set_rollback(True)
+    assert mq.stats("d").totals["enqueued"] == 6
+
+
+def test_a_first_send_rolled_back_in_a_savepoint_leaves_the_next_to_count() -> None:
+    mq.create_queue("s")
+    with transaction.atomic():
+        try:
+            with transaction.atomic():
+                mq.send("s", "gone")  # the transaction's first send to "s"
+                raise RuntimeError
+        except RuntimeError:
+            pass
+        mq.send("s", "a")  # now the first: writes the counter itself
+        mq.send("s", "b")  # deferred to commit
+    assert mq.stats("s").totals["enqueued"] == 2
+
+
+def test_stats_inside_the_transaction_see_its_own_sends() -> None:
+    mq.create_queue("own")
+    with transaction.atomic():
+        for i in range(4):
+            mq.send("own", i)
+        assert mq.stats("own").totals["enqueued"] == 4
+        mq.send("own", "more")
+        assert mq.stats("own").totals["enqueued"] == 5
+        assert mq.history("own", minutes=1)[-1]["enqueued"] == 5
+    assert mq.stats("own").totals["enqueued"] == 5
+
+
+def test_a_count_after_an_early_flush_and_a_rolled_back_savepoint_is_kept() -> None:
+    """After a reader fired the deferred counts early, the next send writes the counter
+    row again; if that send's savepoint rolls back, the one after must not rely on it."""
+    mq.create_queue("f")
+    with transaction.atomic():
+        mq.send("f", 1)
+        mq.send("f", 2)
+        assert mq.stats("f").totals["enqueued"] == 2  # fires the deferred count now
+        try:
+            with transaction.atomic():
+                mq.send("f", "gone")  # writes the row again, then rolls back
+                mq.send("f", "gone too")
+                raise RuntimeError
+        except RuntimeError:
+            pass
+        mq.send("f", 3)
+        mq.send("f", 4)
+    assert mq.stats("f").totals["enqueued"] == 4 == len(mq.peek("f", limit=100))

@@ -22,6 +22,9 @@ class Dialect:
     #: The database adds to a queue's ``enqueued`` total on every insert into
     #: ``mqlite_message`` (SQLite's trigger, migration 0008): senders must not.
     counts_enqueued = False
+    #: Later sends to a queue in a transaction leave their count to a deferred trigger
+    #: (PostgreSQL, migration 0008; ``send_one.Counted``).
+    defers_counts = False
 
     def new_token_sql(self) -> str:
         """An expression producing a fresh random 128-bit token as 32 hex characters."""

@@ -10,6 +10,7 @@ class PostgreSQLDialect(Dialect):
     supports_skip_locked = True
     has_listen_notify = True
     concurrent_writers = True
+    defers_counts = True
 
     def new_token_sql(self) -> str:
         return "replace(gen_random_uuid()::text, '-', '')"
