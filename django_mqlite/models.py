@@ -133,7 +133,7 @@ class Message(models.Model):
                 condition=Q(expires_at__isnull=False, state__in=LIVE),
             ),
             models.Index(
-                fields=["completed_at"],
+                fields=["queue", "completed_at"],
                 name="mqlite_msg_results",
                 condition=Q(state="completed"),
             ),
@@ -247,6 +247,15 @@ class QueueTotals(models.Model):
 
     def __str__(self) -> str:
         return f"{self.queue_id}/{self.shard}"
+
+    @staticmethod
+    def flush_pending(using: str) -> None:
+        """Inside a transaction that sent messages, add the counts its later sends left
+        for commit (PostgreSQL, migration 0008) before reading these rows, so the
+        reading includes the transaction's own sends. ``mq.stats`` does this itself."""
+        from .engine.send_one import flush_deferred_counts
+
+        flush_deferred_counts(using)
 
 
 class QueueHistory(models.Model):

@@ -115,6 +115,7 @@ class QueueCollector(Collector):
                 .first()
             )
             age.add_metric([name], 0.0 if oldest is None else max(0.0, (now - oldest) / 1000))
+        QueueTotals.flush_pending(self.using)  # sends of this transaction (a test's, say)
         sums: Any = (
             QueueTotals.objects.using(self.using)
             .values("queue_id")

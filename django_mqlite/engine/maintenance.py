@@ -297,15 +297,21 @@ def dlq_retention(alias: str) -> int:
 
 
 def result_retention(alias: str) -> int:
-    """Drop completed messages (kept results) past their queue's ``keep_results``."""
+    """Drop completed messages (kept results) past their queue's ``keep_results`` (all
+    of them for a queue that no longer keeps results).
+
+    Driven by the queue table: for each queue, a range seek of ``mqlite_msg_results``
+    (queue, completed_at) up to that queue's cutoff, so a pass reads only what it
+    deletes plus one probe per queue, however many results are being kept. (Scanning
+    the completed rows in ``completed_at`` order and checking each queue's cutoff per
+    row, as this pass once did, read every kept result on every pass.)"""
 
     def step(cursor: CursorWrapper, dialect: Dialect, now: int) -> int:
         cursor.execute(
-            "DELETE FROM mqlite_message WHERE seq IN (SELECT m.seq FROM mqlite_message m "
-            f"{dialect.index_hint('mqlite_msg_results')} "
-            "JOIN mqlite_queue q ON q.id = m.queue_id WHERE m.state = 'completed' "
-            "AND (q.keep_results_ms IS NULL OR m.completed_at <= %s - q.keep_results_ms) "
-            "ORDER BY m.completed_at LIMIT %s)",
+            "DELETE FROM mqlite_message WHERE seq IN (SELECT m.seq FROM mqlite_queue q "
+            f"CROSS JOIN mqlite_message m {dialect.index_hint('mqlite_msg_results')} "
+            "WHERE m.queue_id = q.id AND m.state = 'completed' "
+            "AND m.completed_at <= %s - COALESCE(q.keep_results_ms, 0) LIMIT %s)",
             [now, _chunk()],
         )
         return cursor.rowcount

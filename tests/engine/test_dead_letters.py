@@ -138,3 +138,21 @@ def test_result_retention(make_queue: object, clock: mq.clock.FrozenClock) -> No
     clock.advance(1)
     assert mq.reap()["results_pruned"] == 1
     assert mq.peek("r") == []
+
+
+def test_result_retention_applies_each_queues_own_cutoff(clock: mq.clock.FrozenClock) -> None:
+    mq.create_queue("short", keep_results=60)
+    mq.create_queue("long", keep_results=3600)
+    mq.create_queue("was-kept", keep_results=3600)
+    for name in ("short", "long", "was-kept"):
+        mq.send_batch(name, [mq.OutMessage(b"x") for _ in range(3)])
+        for m in mq.receive(name, max_messages=3):
+            m.complete()
+    mq.update_queue("was-kept", keep_results=None)  # keeps nothing now: its rows go
+    with override_settings(MQLITE={"REAP_CHUNK": 2}):  # chunks across queues
+        assert mq.reap()["results_pruned"] == 3
+        clock.advance(60)
+        assert mq.reap()["results_pruned"] == 3
+    assert [len(mq.peek(n)) for n in ("short", "long", "was-kept")] == [0, 3, 0]
+    clock.advance(3540)
+    assert mq.reap()["results_pruned"] == 3

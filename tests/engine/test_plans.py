@@ -161,3 +161,23 @@ def test_a_limited_claim_seeks_the_claim_and_state_indexes(backlog: None) -> Non
     assert full_scans(plan) == [], plan
     assert "mqlite_msg_claim" in plan, plan
     assert_seeks(lambda: mq.receive("big", max_messages=8), "mqlite_msg_claim")
+
+
+def test_result_retention_reads_a_range_per_queue(backlog: None) -> None:
+    """The pass seeks each queue's completed rows up to its cutoff: it never reads kept
+    results that are not due, however many a queue keeps."""
+    from django_mqlite.engine import maintenance
+
+    [sql] = [
+        s
+        for s in message_statements(lambda: maintenance.result_retention("default"))
+        if s.startswith("DELETE")
+    ]
+    plan = explain(sql)
+    print(plan)
+    if connection.vendor == "sqlite":
+        assert re.search(r"mqlite_msg_results \(queue_id=\? AND completed_at<\?\)", plan), plan
+    else:
+        assert re.search(r"Index Cond: \(\(queue_id = q\.id\) AND \(completed_at <= ", plan) or (
+            "mqlite_msg_state" in plan and "queue_id = q.id" in plan
+        ), plan
