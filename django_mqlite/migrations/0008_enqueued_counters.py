@@ -61,22 +61,17 @@ POSTGRES_DROP = [
 ]
 
 
+def _run(schema_editor, by_vendor):  # type: ignore[no-untyped-def]
+    for sql in by_vendor.get(schema_editor.connection.vendor, []):
+        schema_editor.execute(sql)
+
+
 def create(apps, schema_editor):  # type: ignore[no-untyped-def]
-    vendor = schema_editor.connection.vendor
-    if vendor == "sqlite":
-        schema_editor.execute(SQLITE_CREATE)
-    elif vendor == "postgresql":
-        for sql in POSTGRES_CREATE:
-            schema_editor.execute(sql)
+    _run(schema_editor, {"sqlite": [SQLITE_CREATE], "postgresql": POSTGRES_CREATE})
 
 
 def drop(apps, schema_editor):  # type: ignore[no-untyped-def]
-    vendor = schema_editor.connection.vendor
-    if vendor == "sqlite":
-        schema_editor.execute(SQLITE_DROP)
-    elif vendor == "postgresql":
-        for sql in POSTGRES_DROP:
-            schema_editor.execute(sql)
+    _run(schema_editor, {"sqlite": [SQLITE_DROP], "postgresql": POSTGRES_DROP})
 
 
 class Migration(migrations.Migration):

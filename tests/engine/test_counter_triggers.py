@@ -1,0 +1,53 @@
+"""Migration 0008's triggers keep the ``enqueued`` totals (SQLite: on every insert;
+PostgreSQL: the deferred count of later sends in a transaction), and it reverses
+cleanly: back at 0007 the triggers are gone and the senders of that code count alone."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from django.core.management import call_command
+from django.db import connection, transaction
+
+import django_mqlite as mq
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def triggers() -> set[str]:
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            cursor.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")
+        else:
+            cursor.execute("SELECT tgname FROM pg_trigger WHERE NOT tgisinternal")
+        return {r[0] for r in cursor.fetchall()} & {
+            "mqlite_count_enqueued",
+            "mqlite_count_deferred",
+        }
+
+
+@pytest.fixture
+def back_at_0007() -> Iterator[None]:
+    call_command("migrate", "django_mqlite", "0007", verbosity=0)
+    try:
+        yield
+    finally:
+        call_command("migrate", "django_mqlite", verbosity=0)
+
+
+def test_the_triggers_are_installed() -> None:
+    want = "mqlite_count_enqueued" if connection.vendor == "sqlite" else "mqlite_count_deferred"
+    assert triggers() == {want}
+
+
+def test_the_migration_reverses_and_reapplies(back_at_0007: None) -> None:
+    assert triggers() == set()
+    call_command("migrate", "django_mqlite", verbosity=0)
+    assert triggers()
+    mq.create_queue("after")
+    with transaction.atomic():
+        mq.send("after", 1)
+        mq.send("after", 2)
+    mq.send_batch("after", [mq.OutMessage(3)])
+    assert mq.stats("after").totals["enqueued"] == 3
