@@ -121,3 +121,42 @@ def test_unknown_queue_or_missing_consumer_fails_fast() -> None:
         Worker(["other"], registry=registry)
     with pytest.raises(ImproperlyConfigured, match="no consumers"):
         Worker(registry=Registry())
+
+
+def test_a_worker_that_cannot_settle_on_stopping_is_not_marked_stopped(
+    monkeypatch: Any, caplog: Any
+) -> None:
+    """A stopped worker's locks are reclaimed at once. If its last completions could not
+    be written (the database refused), its leases are still live: it must not mark
+    itself stopped, so they come back only when they expire (never two live leases)."""
+    from django.db import OperationalError
+
+    from django_mqlite.models import Worker as WorkerRow
+    from django_mqlite.engine import settle
+    from django_mqlite.worker import settlement
+    from django_mqlite.worker.delivery import Delivery
+
+    mq.create_queue("nf", lock_duration=60)
+    seq = mq.send("nf", "x")
+    registry = Registry()
+    registry.register("nf", lambda msg: None)
+    worker = Worker(["nf"], install_signals=False, registry=registry, reaper=False)
+    worker._start()
+    [m] = mq.receive("nf", worker_id=worker.worker_id)
+    worker.pool.done.append(Delivery(m, worker.consumers["nf"], 60.0, 1e12))  # finished
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise OperationalError("database is locked")
+
+    monkeypatch.setattr(settlement, "flush_completions", refuse)
+    monkeypatch.setattr(settle, "abandon", refuse)  # the shutdown abandon fails too
+    worker._finish()
+    row = WorkerRow.objects.get(pk=worker.worker_id)
+    assert row.stopped_at is None
+    assert "unsettled lease" in caplog.text
+    [p] = mq.peek("nf")
+    assert (p.seq, p.state) == (seq, "locked")
+    assert mq.reap()["stale_worker_locks"] == 0  # not before the heartbeat goes stale
+    monkeypatch.undo()  # with the completion written, stopping marks the row
+    worker2 = run_burst(registry, "nf")
+    assert WorkerRow.objects.get(pk=worker2.worker_id).stopped_at is not None

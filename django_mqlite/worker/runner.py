@@ -214,7 +214,18 @@ class Worker:
         self.pool.close()
         for t in self._threads:
             t.stop()
-        if self.worker_id is not None:
+        unsettled = self.pool.held()
+        if unsettled:
+            # A stopped worker's locks are reclaimed at once (a dead one's only after
+            # WORKER_STALE_AFTER): marking this one stopped while it still holds live
+            # leases it failed to settle would hand them to another worker before they
+            # end. Left unmarked, they come back when they expire, as after a crash.
+            logger.warning(
+                "stopping with %s unsettled lease(s) after database errors; they "
+                "return when they expire",
+                len(unsettled),
+            )
+        elif self.worker_id is not None:
             wid = self.worker_id
             self._safely(
                 lambda: background.mark_stopped(
