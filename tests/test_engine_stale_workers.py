@@ -94,3 +94,34 @@ def test_a_claim_is_proof_of_life(lease_q: str, clock: Any) -> None:
     mq.receive(lease_q, worker_id=paused)
     clock.advance(16)  # when it does fall silent, its locks come back as before
     assert mq.reap()["stale_worker_locks"] == 1
+
+
+def test_a_renewal_is_proof_of_life(lease_q: str, clock: Any) -> None:
+    """A worker that resumes after a long pause and renews before its heartbeat thread
+    writes keeps its leases: the renewal stamps its heartbeat in the same transaction."""
+    paused = make_worker(clock.now_ms())
+    mq.send(lease_q, "a")
+    [m] = mq.receive(lease_q, worker_id=paused)
+    assert m.lock_token is not None
+    clock.advance(20)  # silent for longer than WORKER_STALE_AFTER (15 s)
+    assert mq.renew_batch(lease_q, [(m.seq, m.lock_token)], worker_id=paused) == [True]
+    assert Worker.objects.get(pk=paused).last_seen == clock.now_ms()
+    assert mq.reap()["stale_worker_locks"] == 0
+    [p] = mq.peek(lease_q)
+    assert (p.state, p.delivery_count) == ("locked", 1)
+
+
+def test_a_late_heartbeat_never_moves_last_seen_back(db: Any, clock: Any) -> None:
+    """A heartbeat that waited (for SQLite's write lock, say) must not overwrite a later
+    proof of life with an older time."""
+    from django_mqlite.worker.background import heartbeat
+
+    wid = make_worker(clock.now_ms())
+    later = clock.now_ms() + 5000  # a claim stamped this meanwhile
+    Worker.objects.filter(pk=wid).update(last_seen=later)
+    heartbeat(wid, 3, "default")
+    row = Worker.objects.get(pk=wid)
+    assert (row.last_seen, row.in_flight) == (later, 3)
+    clock.advance(10)
+    heartbeat(wid, 0, "default")
+    assert Worker.objects.get(pk=wid).last_seen == clock.now_ms()

@@ -131,8 +131,8 @@ def test_a_worker_that_cannot_settle_on_stopping_is_not_marked_stopped(
     itself stopped, so they come back only when they expire (never two live leases)."""
     from django.db import OperationalError
 
-    from django_mqlite.models import Worker as WorkerRow
     from django_mqlite.engine import settle
+    from django_mqlite.models import Worker as WorkerRow
     from django_mqlite.worker import settlement
     from django_mqlite.worker.delivery import Delivery
 

@@ -177,7 +177,7 @@ def _receive_once(
             return []
         limits.spend(cursor, dialect, q, now, len(rows))
         if worker_id is not None and not delete:
-            _touch_worker(cursor, worker_id, now)
+            core.touch_worker(cursor, worker_id, now)
         if delete:
             core.release_lines(cursor, dialect, q.id, [r[14] for r in rows])
             core.bump_totals(cursor, dialect, q.id, delivered=len(rows), completed=len(rows))
@@ -187,18 +187,6 @@ def _receive_once(
         if attempt_id is not None:
             _record_attempt(cursor, q, attempt_id, got, now)
         return got
-
-
-def _touch_worker(cursor: CursorWrapper, worker_id: int, now: int) -> None:
-    """A claim is proof of life: stamp the claiming worker's heartbeat in the claim's
-    transaction. Otherwise a worker that resumes after a pause longer than
-    WORKER_STALE_AFTER (SIGSTOP, a VM freeze) and claims before its heartbeat thread
-    runs would have its fresh locks reclaimed as a dead worker's at once, and handed to
-    another worker while it runs them under a live lease."""
-    cursor.execute(
-        "UPDATE mqlite_worker SET last_seen = %s WHERE id = %s AND last_seen < %s",
-        [now, worker_id, now],
-    )
 
 
 def _record_attempt(

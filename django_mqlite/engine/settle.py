@@ -439,8 +439,10 @@ def renew_batch(
     *,
     lock_duration: float | dt.timedelta | None = None,
     using: str | None = None,
+    worker_id: int | None = None,
 ) -> list[bool]:
-    """Renew many live leases (at most 512); a stale item is False."""
+    """Renew many live leases (at most 512); a stale item is False. ``worker_id`` (the
+    worker holding them) has its heartbeat stamped in the same transaction."""
     items = _check_items(items, MAX_RENEW_BATCH)
     lock_ms = core.optional_lock_ms(lock_duration)
     if not items:
@@ -459,6 +461,8 @@ def renew_batch(
             [until, q.id, now, *(v for item in items for v in item)],
         )
         done = {r[0] for r in cursor.fetchall()}
+        if done and worker_id is not None:
+            core.touch_worker(cursor, worker_id, now)
         return [seq in done for seq, _ in items]
 
 

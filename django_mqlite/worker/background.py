@@ -76,11 +76,19 @@ def register_worker(queues: list[str], using: str, clock_skew_ms: int | None = N
 
 def heartbeat(worker_id: int, in_flight: int, using: str, **gauges: int | None) -> None:
     """Refresh ``last_seen`` and the gauges (``claimed``, ``failed``, ``clock_skew_ms``)."""
+    from django.db import transaction
+    from django.db.models import F
+    from django.db.models.functions import Greatest
+
     from ..models import Worker
 
-    Worker.objects.using(using).filter(pk=worker_id).update(
-        last_seen=now_ms(), in_flight=in_flight, **gauges
-    )
+    # The time is read once the transaction has begun (on SQLite, holding the write
+    # lock, which a long wait for it would otherwise make stale), and last_seen never
+    # moves back: a claim or renewal may have stamped a later one meanwhile.
+    with transaction.atomic(using=using):
+        Worker.objects.using(using).filter(pk=worker_id).update(
+            last_seen=Greatest(F("last_seen"), now_ms()), in_flight=in_flight, **gauges
+        )
 
 
 def mark_stopped(worker_id: int, using: str, **gauges: int) -> None:

@@ -398,7 +398,7 @@ class Worker:
     # -- leases, timeouts, settlements --------------------------------------------------
 
     def _renew_due(self) -> None:
-        settlement.renew_due(self.pool, self.using)
+        settlement.renew_due(self.pool, self.using, self.worker_id)
 
     def _expire_timeouts(self) -> None:
         for d in self.pool.expire(time.monotonic()):

@@ -36,13 +36,16 @@ def clock_s() -> float:
     return now_ms() / 1000
 
 
-def renew_due(pool: Pool, using: str) -> None:
-    """Renew every held lease (waiting, running or finished) past half its life."""
+def renew_due(pool: Pool, using: str, worker_id: int | None = None) -> None:
+    """Renew every held lease (waiting, running or finished) past half its life; the
+    renewal stamps ``worker_id``'s heartbeat too."""
     now = clock_s()
     due = by_queue(d for d in pool.held() if now >= d.next_renew)
     for queue, ds in due.items():
         for part in core.chunks(ds, settle.MAX_RENEW_BATCH):
-            ok = settle.renew_batch(queue, [d.item() for d in part], using=using)
+            ok = settle.renew_batch(
+                queue, [d.item() for d in part], using=using, worker_id=worker_id
+            )
             for d, renewed in zip(part, ok, strict=True):
                 if renewed:
                     d.next_renew = now + d.lease_s / 2
