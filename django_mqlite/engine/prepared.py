@@ -96,11 +96,3 @@ def execute(cursor: CursorWrapper, alias: str, label: str, sql: str, params: Seq
         cursor.execute(f"PREPARE {name} AS {body}")
         names.add(name)
     cursor.execute(f"EXECUTE {name}({', '.join(['%s'] * count)})", params)
-
-
-def forget(alias: str) -> None:
-    """Forget what was prepared on ``alias``'s current session (after a
-    ``DEALLOCATE ALL`` or ``DISCARD ALL`` run behind the engine's back)."""
-    db = connections[alias]
-    if db.connection is not None:
-        _prepared.pop(db.connection, None)

@@ -123,13 +123,15 @@ _TOTALS = (
 
 
 # -- name: send_one (PostgreSQL) ---------------------------------------------------------
-_postgres: dict[bool, str] = {}
+# The PostgreSQL statements, built once: "notify", "plain" and "deferred" (below).
+_postgres: dict[str, str] = {}
 
 
 def _postgres_sql(dialect: Dialect, notify: bool) -> str:
-    sql = _postgres.get(notify)
+    key = "notify" if notify else "plain"
+    sql = _postgres.get(key)
     if sql is None:
-        sql = _postgres[notify] = _build_postgres_sql(dialect, notify)
+        sql = _postgres[key] = _build_postgres_sql(dialect, notify)
     return sql
 
 
@@ -164,14 +166,12 @@ _DEFERRED_TAIL = (
 )
 
 
-_deferred: list[str] = []
-
-
 def _deferred_sql(dialect: Dialect) -> str:
-    if not _deferred:
-        head, _, _ = _build_postgres_sql(dialect, False).partition(", t AS (")
-        _deferred.append(f"{head} SELECT seq, {_DEFERRED_TAIL} FROM m")
-    return _deferred[0]
+    sql = _postgres.get("deferred")
+    if sql is None:
+        head, _, _ = _postgres_sql(dialect, False).partition(", t AS (")
+        sql = _postgres["deferred"] = f"{head} SELECT seq, {_DEFERRED_TAIL} FROM m"
+    return sql
 
 
 # -- name: send_one_insert (SQLite) -----------------------------------------------------
