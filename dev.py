@@ -62,10 +62,21 @@ def postgres_up() -> bool:
         return False
 
 
+def demo_env() -> dict[str, str]:
+    """The demo's environment: the example project refuses to start without
+    DJANGO_SECRET_KEY unless DJANGO_DEBUG=1 (it is safe to copy), and the demo is a
+    local console run, so it gets DJANGO_DEBUG=1 unless a secret key is given."""
+    env = dict(os.environ)
+    if not env.get("DJANGO_SECRET_KEY"):
+        env.setdefault("DJANGO_DEBUG", "1")
+    return env
+
+
 def cmd_demo(args: argparse.Namespace) -> None:
     bootstrap()
-    run(PY, "manage.py", "migrate", "--verbosity", "0", cwd=ROOT / "example_project")
-    run(PY, "manage.py", "demo", *args.rest, cwd=ROOT / "example_project")
+    env = demo_env()
+    run(PY, "manage.py", "migrate", "--verbosity", "0", env=env, cwd=ROOT / "example_project")
+    run(PY, "manage.py", "demo", *args.rest, env=env, cwd=ROOT / "example_project")
 
 
 def cmd_test(args: argparse.Namespace) -> None:

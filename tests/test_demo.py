@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -14,8 +15,15 @@ PROJECT = Path(__file__).resolve().parent.parent / "example_project"
 
 @pytest.mark.slow
 def test_demo_tells_the_whole_story(tmp_path: Path) -> None:
-    env = {**os.environ, "EXAMPLE_DB_PATH": str(tmp_path / "demo.sqlite3"), "DJANGO_DEBUG": "1"}
-    env.pop("DJANGO_SETTINGS_MODULE", None)
+    # The environment `python3 dev.py demo` (the README's command) runs it with.
+    spec = importlib.util.spec_from_file_location("dev", PROJECT.parent / "dev.py")
+    assert spec is not None and spec.loader is not None
+    dev = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(dev)
+    base = {k: v for k, v in os.environ.items() if not k.startswith("DJANGO_")}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(os, "environ", base)
+        env = {**dev.demo_env(), "EXAMPLE_DB_PATH": str(tmp_path / "demo.sqlite3")}
     run = [sys.executable, "manage.py"]
     subprocess.run([*run, "migrate", "-v", "0"], cwd=PROJECT, env=env, check=True, timeout=120)
     out = subprocess.run(
