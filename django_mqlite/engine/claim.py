@@ -128,6 +128,7 @@ def receive(
     except ValueError:
         raise InvalidArgumentError("mode must be 'peek_lock' or 'receive_and_delete'") from None
     attempt = core.check_str(attempt_id, "attempt_id")
+    core.check_worker_id(worker_id)
     alias = core.alias_of(using, queue)
     deadline = time.monotonic() + wait_ms / 1000
     delay = POLL_FIRST_S

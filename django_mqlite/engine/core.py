@@ -244,6 +244,12 @@ def check_int(value: object, what: str, lo: int, hi: int) -> int:
     return value
 
 
+def check_worker_id(value: object) -> None:
+    """A ``worker_id`` is None or a worker row's id (a positive 64-bit integer)."""
+    if value is not None:
+        check_int(value, "worker_id", 1, 2**63 - 1)
+
+
 def check_str(value: object, what: str, max_len: int = MAX_KEY_LEN) -> str | None:
     if value is None:
         return None

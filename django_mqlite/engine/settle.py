@@ -445,6 +445,7 @@ def renew_batch(
     worker holding them) has its heartbeat stamped in the same transaction."""
     items = _check_items(items, MAX_RENEW_BATCH)
     lock_ms = core.optional_lock_ms(lock_duration)
+    core.check_worker_id(worker_id)
     if not items:
         return []
     alias = core.alias_of(using, queue)

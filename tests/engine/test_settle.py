@@ -192,3 +192,16 @@ def test_renew_batch(q: str, clock: mq.clock.FrozenClock) -> None:
         mq.renew_batch(q, [(1, "t")] * 513)
     with pytest.raises(mq.InvalidArgumentError):
         mq.complete_batch(q, [(a.seq, a.lock_token), (a.seq, a.lock_token)])
+
+
+@pytest.mark.parametrize("bad", ["1", -1, 0, 1.5, True, 2**63])
+def test_a_bad_worker_id_is_a_typed_error_and_changes_nothing(q: str, bad: object) -> None:
+    mq.send(q, "a")
+    with pytest.raises(mq.InvalidArgumentError, match="worker_id"):
+        mq.receive(q, worker_id=bad)  # type: ignore[arg-type]
+    [m] = mq.receive(q)
+    assert m.lock_token is not None
+    with pytest.raises(mq.InvalidArgumentError, match="worker_id"):
+        mq.renew_batch(q, [(m.seq, m.lock_token)], worker_id=bad)  # type: ignore[arg-type]
+    [p] = mq.peek(q)
+    assert (p.state, p.delivery_count) == ("locked", 1)
