@@ -61,3 +61,16 @@ def test_listen_turned_off(settings: Any, monkeypatch: Any, caplog: Any) -> None
     with caplog.at_level(logging.WARNING, "django_mqlite.worker"):
         assert not listen(settings, monkeypatch, {"default": False})
     assert "LISTEN is off for database 'default'" in caplog.text
+
+
+def test_stop_ends_a_waiting_listener_at_once(settings: Any) -> None:
+    """stop() wakes a listener that is waiting for notifications: with a 30 s poll it
+    still ends within stop()'s 2 s join (a burst worker's exit waited for the poll)."""
+    settings.MQLITE = {**settings.MQLITE, "LISTEN": {"default": DIRECT}}
+    listener = background.Listener("default", poll_s=30.0)
+    listener.start()
+    try:
+        assert listener.listening.wait(10)
+    finally:
+        listener.stop()
+    assert not listener.is_alive()

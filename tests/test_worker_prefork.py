@@ -119,3 +119,22 @@ def test_a_child_that_cannot_start_stops_the_parent(workers: Any) -> None:
     assert code == 78, err
     assert "queue 'slow' does not exist" in err
     assert _live_worker_pids() == set()
+
+
+class _Done:
+    def run(self) -> int:
+        return 0
+
+
+def test_a_burst_ends_when_its_last_child_does(monkeypatch: Any) -> None:
+    """A child's exit wakes the parent at once (SIGCHLD through the wakeup fd): with a
+    30 s poll the burst still ends as soon as both children have exited."""
+    import time
+
+    from django_mqlite.worker import prefork
+
+    monkeypatch.setattr(prefork, "POLL_S", 30.0)
+    started = time.monotonic()
+    assert prefork.Supervisor(_Done, 2, burst=True).run() == 0
+    assert time.monotonic() - started < 10
+    assert signal.getsignal(signal.SIGCHLD) is signal.SIG_DFL  # put back as it was

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import logging
 import secrets
+import select
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -67,19 +69,33 @@ class Listener(threading.Thread):
         self.on_unavailable = on_unavailable
         self.stopping = threading.Event()
         self.listening = threading.Event()
+        # stop() writes a byte here, so a wait for notifications ends at once instead of
+        # after its poll (a burst worker's exit would otherwise wait up to poll_s).
+        self._waker, self._woken = socket.socketpair()
 
     def run(self) -> None:
-        wrapper = listen_wrapper(self.using)
-        if wrapper is None:
-            self._give_up(f'LISTEN is off for database {self.using!r} (MQLITE["LISTEN"])')
-            return
-        while not self.stopping.is_set():
-            try:
-                self._listen(wrapper)
-            except Exception:
-                self.listening.clear()
-                logger.exception("LISTEN connection failed; reconnecting")
-                self.stopping.wait(1.0)
+        try:
+            wrapper = listen_wrapper(self.using)
+            if wrapper is None:
+                self._give_up(f'LISTEN is off for database {self.using!r} (MQLITE["LISTEN"])')
+                return
+            while not self.stopping.is_set():
+                try:
+                    self._listen(wrapper)
+                except Exception:
+                    self.listening.clear()
+                    logger.exception("LISTEN connection failed; reconnecting")
+                    self.stopping.wait(1.0)
+        finally:
+            self._waker.close()
+            self._woken.close()
+
+    def _notes(self, conn: Any) -> Any:
+        """The notifications that have arrived, then a wait of at most ``poll_s`` for
+        more (or for stop())."""
+        yield from conn.notifies(timeout=0)
+        if not self.stopping.is_set():
+            select.select([conn.fileno(), self._woken], [], [], self.poll_s)
 
     def _listen(self, wrapper: Any) -> None:
         conn = wrapper.get_new_connection(wrapper.get_connection_params())
@@ -96,7 +112,7 @@ class Listener(threading.Thread):
                 return
             self.listening.set()
             while not self.stopping.is_set():
-                for note in conn.notifies(timeout=self.poll_s):
+                for note in self._notes(conn):
                     wakeup.notify(note.payload)
         finally:
             conn.close()
@@ -114,7 +130,7 @@ class Listener(threading.Thread):
             connections[self.using].close()
         deadline = time.monotonic() + PROBE_S
         while not self.stopping.is_set() and time.monotonic() < deadline:
-            for note in conn.notifies(timeout=self.poll_s):
+            for note in self._notes(conn):
                 if note.payload == payload:
                     return True
                 wakeup.notify(note.payload)
@@ -126,8 +142,16 @@ class Listener(threading.Thread):
         if self.on_unavailable is not None:
             self.on_unavailable()
 
-    def stop(self, wait_s: float = 2.0) -> None:
+    def request_stop(self) -> None:
+        """Ask the thread to end (stop() also waits for it)."""
         self.stopping.set()
+        try:
+            self._waker.send(b"x")
+        except OSError:
+            pass  # the thread has ended and closed it
+
+    def stop(self, wait_s: float = 2.0) -> None:
+        self.request_stop()
         if self.is_alive():
             self.join(wait_s)
 

@@ -48,8 +48,12 @@ class Loop(threading.Thread):
         finally:
             connections.close_all()
 
-    def stop(self, wait_s: float = 2.0) -> None:
+    def request_stop(self) -> None:
+        """Ask the thread to end after its current pass (stop() also waits for it)."""
         self.stopping.set()
+
+    def stop(self, wait_s: float = 2.0) -> None:
+        self.request_stop()
         if self.is_alive():
             self.join(wait_s)
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import os
+import select
 import signal
 import sys
 import threading
@@ -73,9 +74,18 @@ class Supervisor:
         self.stopping = 0  # how many stop signals arrived
         self.restarts = 0
         self.code = 0
+        self._wake_fds: tuple[int, ...] = ()
 
     def run(self) -> int:
         previous = {s: signal.signal(s, self._on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+        # A child's exit (SIGCHLD) wakes the wait below at once through the wakeup fd,
+        # so a burst ends when its last child does, not at the next poll.
+        wake_r, wake_w = os.pipe()
+        os.set_blocking(wake_r, False)
+        os.set_blocking(wake_w, False)
+        self._wake_fds = (wake_r, wake_w)
+        previous_fd = signal.set_wakeup_fd(wake_w)
+        previous[signal.SIGCHLD] = signal.signal(signal.SIGCHLD, _on_child)
         try:
             for slot in self.slots:
                 self._spawn(slot)
@@ -83,8 +93,11 @@ class Supervisor:
                 self._reap_children()
                 self._restart_due()
                 if any(s.pid or not s.done for s in self.slots):
-                    time.sleep(POLL_S)
+                    _wait(wake_r, POLL_S)
         finally:
+            signal.set_wakeup_fd(previous_fd)
+            os.close(wake_r)
+            os.close(wake_w)
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
             for pid in self.pids():  # only after an unexpected error: never orphan a child
@@ -116,6 +129,8 @@ class Supervisor:
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:  # pragma: no cover - the child never returns here
+            for fd in self._wake_fds:
+                os.close(fd)
             _child(self.make_worker)
         slot.pid, slot.started, slot.restart_at = pid, time.monotonic(), 0.0
         logger.info("worker process %s started (slot %s)", pid, slot.index)
@@ -169,6 +184,20 @@ class Supervisor:
                 self._spawn(slot)
 
 
+def _on_child(signum: int, frame: FrameType | None) -> None:
+    """SIGCHLD: nothing to do here; its arrival wrote to the wakeup fd."""
+
+
+def _wait(fd: int, timeout_s: float) -> None:
+    """Sleep until a signal arrives (its number is written to ``fd``) or the timeout."""
+    select.select([fd], [], [], timeout_s)
+    try:
+        while os.read(fd, 512):
+            pass
+    except BlockingIOError:
+        pass
+
+
 def _kill(pid: int, signum: int) -> None:
     try:
         os.kill(pid, signum)
@@ -182,7 +211,8 @@ def _child(make_worker: Callable[[], Runnable]) -> None:
     code = 1
     try:
         os.setpgid(0, 0)
-        for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.set_wakeup_fd(-1)  # the parent's: its pipe is not this process's business
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD):
             signal.signal(sig, signal.SIG_DFL)  # the worker installs its own
         _watch_parent(os.getppid())
         code = make_worker().run()

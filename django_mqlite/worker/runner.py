@@ -212,6 +212,8 @@ class Worker:
             self._safely(functools.partial(self._abandon, d, SHUTDOWN_ERROR))
         self._safely(self._flush_completions)
         self.pool.close()
+        for t in self._threads:  # all asked at once, so their last passes overlap
+            t.request_stop()
         for t in self._threads:
             t.stop()
         unsettled = self.pool.held()
