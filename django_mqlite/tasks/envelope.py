@@ -24,6 +24,8 @@ import math
 import sys
 from typing import Any
 
+from django.core.signals import setting_changed
+
 from ..conf import mqlite_settings
 from ..engine.received import Received
 from .backend import MAX_TIMEOUT_S, MQLiteBackend
@@ -91,9 +93,21 @@ def _backend(alias: str, queue: str) -> Any:
     return backend
 
 
+#: Paths already resolved to a Task in this process, and the Tasks restored from them
+#: (a worker sees the same few kinds again and again). Only successes are kept, so a
+#: path refused now (its module not yet imported) is looked at afresh next time; both
+#: are emptied when the settings change.
+_resolved: dict[str, Task] = {}
+_restored: dict[tuple[Any, ...], Task] = {}
+CACHE_MAX = 1024
+
+
 def _resolve(path: str) -> Task | None:
     """The Task at ``path``, importing only modules of installed apps (or modules
     already imported): a message never makes a worker import arbitrary code."""
+    found = _resolved.get(path)
+    if found is not None:
+        return found
     from django.apps import apps
 
     module = path.rpartition(".")[0]
@@ -105,9 +119,42 @@ def _resolve(path: str) -> Task | None:
     if not inside_app and module not in sys.modules:
         return None
     try:
-        return resolve_task(path)
+        found = resolve_task(path)
     except Exception:  # importing a broken module is a bad message, not a crashed worker
         return None
+    if found is not None:
+        if len(_resolved) >= CACHE_MAX:
+            _resolved.clear()
+        _resolved[path] = found
+    return found
+
+
+def _restore(task: Task, body: dict[str, Any], priority: int, queue: str) -> Task:
+    """``restore_task``, kept per (task, priority, queue, backend, run_after): building a
+    Task runs its backend's validation, the same for every message of a kind. A task
+    with a ``run_after`` (one time each) is not kept."""
+    if body.get("run_after") is not None:
+        return restore_task(task, body, priority=priority, queue_name=queue)
+    key = (task, priority, queue, body.get("backend"))
+    try:
+        found = _restored.get(key)
+    except TypeError:  # a Task subclass with an unhashable field
+        return restore_task(task, body, priority=priority, queue_name=queue)
+    if found is None:
+        found = restore_task(task, body, priority=priority, queue_name=queue)
+        if len(_restored) >= CACHE_MAX:
+            _restored.clear()
+        _restored[key] = found
+    return found
+
+
+def clear_caches(**kwargs: Any) -> None:
+    """Forget resolved and restored tasks (connected to ``setting_changed``)."""
+    _resolved.clear()
+    _restored.clear()
+
+
+setting_changed.connect(clear_caches)
 
 
 def load(msg: Received) -> tuple[Task, Any, list[Any], dict[str, Any]]:
@@ -131,5 +178,5 @@ def load(msg: Received) -> tuple[Task, Any, list[Any], dict[str, Any]]:
         raise InvalidTaskMessage(
             f"task {path!r} belongs to queue {task.queue_name!r}, not {msg.queue!r}"
         )
-    task = restore_task(task, body, priority=msg.priority, queue_name=msg.queue)
+    task = _restore(task, body, msg.priority, msg.queue)
     return task, backend, body.get("args", []), body.get("kwargs", {})

@@ -51,6 +51,7 @@ from .compat import (
     task_finished,
     task_started,
 )
+from .results import build_result
 
 logger = logging.getLogger("django_mqlite.tasks")
 _rng = random.Random()  # noqa: S311 - jitter, not security
@@ -153,8 +154,6 @@ class Job:
     # -- results and settlement ---------------------------------------------------------
 
     def result(self, status: Any, value: Any = None, finished: bool = False) -> TaskResult:
-        from .results import build_result
-
         return build_result(
             self.task,
             str(self.msg.seq),
