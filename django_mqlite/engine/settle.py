@@ -191,7 +191,7 @@ def _complete_kept(
         params += [
             seq,
             token,
-            None if c.result is None else core.dumps(c.result),
+            c.result_json if c.result_json is not None else _encoded(c.result),
             core.dumps(c.attempt) if c.attempt is not None else None,
         ]
     append = dialect.json_append_expr("mqlite_message.attempts", "v.attempt")
@@ -211,6 +211,10 @@ def _complete_kept(
         core.release_lines(cursor, dialect, q.id, [r[1] for r in rows])
         core.bump_totals(cursor, dialect, q.id, completed=len(rows))
     return [r[0] for r in rows]
+
+
+def _encoded(result: Any) -> str | None:
+    return None if result is None else core.dumps(result)
 
 
 def _history(dialect: Dialect, attempt_json: str | None) -> tuple[str, list[Any]]:

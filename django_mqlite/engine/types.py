@@ -116,6 +116,9 @@ class Completion:
     result: Any = None
     attempt: Any = None
     on_completed: Any = None  # called once the completion has committed
+    #: ``result`` already encoded as canonical JSON (``core.dumps``), so a caller that
+    #: had to encode it to check it does not pay for it twice; stored in its place.
+    result_json: str | None = None
 
 
 @dataclass

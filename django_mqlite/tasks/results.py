@@ -211,13 +211,15 @@ def build_result(
     ]
     if extra_error is not None:
         errors.append(extra_error)
+    first = from_ms(min(starts)) if starts else None
+    last = from_ms(max(starts)) if len(starts) > 1 else first  # one attempt: the same
     result: TaskResult[Any, Any] = TaskResult(
         task=task,
         id=result_id,
         status=status,
         enqueued_at=None if enqueued_at_ms is None else from_ms(enqueued_at_ms),
-        started_at=from_ms(min(starts)) if starts else None,
-        last_attempted_at=from_ms(max(starts)) if starts else None,
+        started_at=first,
+        last_attempted_at=last,
         finished_at=None if finished_at_ms is None else from_ms(finished_at_ms),
         args=args,
         kwargs=kwargs,

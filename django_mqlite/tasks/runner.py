@@ -24,7 +24,6 @@ attempt is recorded as a ``TimeoutError`` and settled by the same rule.
 
 from __future__ import annotations
 
-import json
 import logging
 import random
 import traceback
@@ -33,7 +32,7 @@ from typing import Any
 
 from ..conf import mqlite_settings
 from ..consumers import Registry
-from ..engine import settle
+from ..engine import core, settle
 from ..engine.clock import now_ms, to_ms
 from ..engine.queues import get_queue
 from ..engine.received import Received
@@ -248,7 +247,9 @@ def run_task(msg: Received) -> None:
         else:
             value = job.task.call(*job.args, **job.kwargs)
         value = normalize_json(value)
-        json.dumps(value, allow_nan=False)
+        # Encoded here, where a value JSON cannot hold fails the task: the completion
+        # stores this text as it is.
+        encoded = None if value is None else core.dumps(value)
     except BaseException as exc:
         # SystemExit (a library calling sys.exit) fails the task like any exception.
         # KeyboardInterrupt too: raised inside a task it is the task's own doing (a real
@@ -273,6 +274,7 @@ def run_task(msg: Received) -> None:
     # transaction for many tasks) and sends task_finished once it has committed.
     msg.completion = Completion(
         result=value,
+        result_json=encoded,
         attempt=job.attempt,
         on_completed=finished if task_finished.has_listeners(sender) else None,
     )

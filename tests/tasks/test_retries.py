@@ -50,6 +50,22 @@ def test_return_value_must_be_json(run_worker: Callable[..., Any]) -> None:
     assert result.errors[-1].exception_class_path == "builtins.TypeError"
 
 
+def test_a_value_canonical_json_cannot_sort_fails_only_its_task(
+    run_worker: Callable[..., Any],
+) -> None:
+    """Keys of mixed types encode with json.dumps but not sorted: the task fails, and
+    the completions batched with it still go through (the completion once raised in
+    the worker's loop, and the whole batch ran again)."""
+    bad = tasks.returns_mixed_keys.enqueue()
+    good = [tasks.add.enqueue(i, 1) for i in range(5)]
+    worker = run_worker()
+    bad.refresh()
+    assert bad.status == TaskResultStatus.FAILED
+    assert bad.errors[-1].exception_class_path == "builtins.TypeError"
+    assert [tasks.add.get_result(r.id).return_value for r in good] == [1, 2, 3, 4, 5]
+    assert worker.claimed == 6  # each once
+
+
 def test_backoff_from_options_parks_the_retry(run_worker: Callable[..., Any]) -> None:
     from django_mqlite.backends import MQLiteBackend
 

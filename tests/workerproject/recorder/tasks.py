@@ -71,6 +71,11 @@ def returns_set() -> Any:
     return {1, 2}
 
 
+@task(queue_name="tasks", max_attempts=1)
+def returns_mixed_keys() -> Any:
+    return {1: "a", "b": 2}  # json.dumps takes it; canonical (sorted) JSON cannot
+
+
 @task(queue_name="tasks", max_attempts=2, backoff=0)
 def calls_sys_exit(code: int) -> None:
     _log("calls_sys_exit", code=code)
