@@ -387,6 +387,17 @@ def dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), sort_keys=True, allow_nan=False)
 
 
+def dumps_arg(value: Any, what: str) -> str | None:
+    """``dumps`` of a caller's value (None stays None): a value JSON cannot hold, or
+    cannot hold canonically (dict keys of mixed types), is an InvalidArgumentError."""
+    if value is None:
+        return None
+    try:
+        return dumps(value)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise InvalidArgumentError(f"{what} is not JSON: {exc}") from None
+
+
 def chunks(seq: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
     for i in range(0, len(seq), size):
         yield seq[i : i + size]

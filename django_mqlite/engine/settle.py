@@ -124,8 +124,8 @@ def complete_with_result(
     """Complete, keeping ``result`` (JSON) when the queue keeps results. ``attempt`` (JSON,
     not part of the request's identity) is appended to the row's attempt history in the
     same statement."""
-    result_json = None if result is None else core.dumps(result)
-    attempt_json = None if attempt is None else core.dumps(attempt)
+    result_json = core.dumps_arg(result, "result")
+    attempt_json = core.dumps_arg(attempt, "attempt")
 
     def apply(cursor: CursorWrapper, dialect: Dialect, q: QueueRow, now: int) -> Any:
         done = _complete_rows(
@@ -191,8 +191,8 @@ def _complete_kept(
         params += [
             seq,
             token,
-            c.result_json if c.result_json is not None else _encoded(c.result),
-            core.dumps(c.attempt) if c.attempt is not None else None,
+            c._result_json if c._result_json is not None else _encoded(c.result),
+            core.dumps_arg(c.attempt, "attempt"),
         ]
     append = dialect.json_append_expr("mqlite_message.attempts", "v.attempt")
     cursor.execute(
@@ -214,7 +214,7 @@ def _complete_kept(
 
 
 def _encoded(result: Any) -> str | None:
-    return None if result is None else core.dumps(result)
+    return core.dumps_arg(result, "result")
 
 
 def _history(dialect: Dialect, attempt_json: str | None) -> tuple[str, list[Any]]:
@@ -313,9 +313,7 @@ def abandon(
         err_sql = ", last_error = %s" if error is not None else ""
         if error is not None:
             params.append(error[:MAX_ERROR])
-        history, history_params = _history(
-            dialect, None if attempt is None else core.dumps(attempt)
-        )
+        history, history_params = _history(dialect, core.dumps_arg(attempt, "attempt"))
         err_sql += history
         params += history_params
         cursor.execute(
@@ -355,9 +353,7 @@ def reject(
         raise InvalidArgumentError(f"description must be a string of at most {MAX_DESCRIPTION}")
 
     def apply(cursor: CursorWrapper, dialect: Dialect, q: QueueRow, now: int) -> Any:
-        history, history_params = _history(
-            dialect, None if attempt is None else core.dumps(attempt)
-        )
+        history, history_params = _history(dialect, core.dumps_arg(attempt, "attempt"))
         cursor.execute(
             "UPDATE mqlite_message SET state = 'dead_lettered', lock_token = NULL, "
             "locked_until = NULL, locked_by = NULL, dead_letter_reason = %s, "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import enum
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .clock import from_ms
@@ -116,9 +116,9 @@ class Completion:
     result: Any = None
     attempt: Any = None
     on_completed: Any = None  # called once the completion has committed
-    #: ``result`` already encoded as canonical JSON (``core.dumps``), so a caller that
-    #: had to encode it to check it does not pay for it twice; stored in its place.
-    result_json: str | None = None
+    #: Internal (the Tasks worker): ``result`` already encoded by ``core.dumps``, which
+    #: it did to check the value, stored in its place unchecked.
+    _result_json: str | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass

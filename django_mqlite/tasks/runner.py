@@ -274,7 +274,7 @@ def run_task(msg: Received) -> None:
     # transaction for many tasks) and sends task_finished once it has committed.
     msg.completion = Completion(
         result=value,
-        result_json=encoded,
+        _result_json=encoded,
         attempt=job.attempt,
         on_completed=finished if task_finished.has_listeners(sender) else None,
     )

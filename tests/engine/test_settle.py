@@ -7,6 +7,7 @@ import datetime as dt
 import pytest
 
 import django_mqlite as mq
+from django_mqlite.engine import settle
 
 pytestmark = pytest.mark.django_db
 
@@ -29,6 +30,25 @@ def test_complete_keeps_result_when_queue_keeps_results(make_queue: object) -> N
     one("r").complete()
     (p,) = mq.peek("r")
     assert p.state == "completed"
+
+
+@pytest.mark.parametrize(
+    "bad", [{1: "a", "b": 2}, float("nan"), {1, 2}], ids=["mixed-keys", "nan", "set"]
+)
+def test_a_result_json_cannot_hold_is_a_typed_error(make_queue: object, bad: object) -> None:
+    """Through complete_with_result and a batch's Completion alike; the lease stays."""
+    mq.create_queue("r", keep_results=3600)
+    mq.send("r", b"x")
+    m = one("r")
+    with pytest.raises(mq.InvalidArgumentError, match="result is not JSON"):
+        settle.complete_with_result("r", m.seq, m.lock_token or "", bad)
+    with pytest.raises(mq.InvalidArgumentError, match="attempt is not JSON"):
+        mq.complete_batch(
+            "r", [(m.seq, m.lock_token or "")], completions=[mq.Completion(attempt=bad)]
+        )
+    (p,) = mq.peek("r")
+    assert p.state == "locked"
+    settle.complete_with_result("r", m.seq, m.lock_token or "", {"ok": 1})
 
 
 def test_abandon_returns_to_active_and_redelivers(q: str) -> None:

@@ -53,12 +53,12 @@ def test_batched_completion_keeps_result_and_attempt(backend: Any) -> None:
 
 
 def test_a_completion_stores_its_encoded_result_as_given(backend: Any) -> None:
-    """``result_json`` (the worker's own encoding, made when it checked the value) is
+    """``_result_json`` (the Tasks worker's own encoding, made when it checked the value) is
     what the row keeps; ``result`` is not encoded again."""
     result = tasks.add.enqueue(1, 2)
     (msg,) = mq.receive("tasks", worker_id=5)
     from django_mqlite.engine import settle
 
-    completion = mq.Completion(result=None, result_json='{"a":[1,2]}', attempt=None)
+    completion = mq.Completion(result=None, _result_json='{"a":[1,2]}', attempt=None)
     assert settle.complete_batch("tasks", [(msg.seq, msg.lock_token)], completions=[completion])
     assert tasks.add.get_result(result.id).return_value == {"a": [1, 2]}
