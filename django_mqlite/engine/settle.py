@@ -233,7 +233,9 @@ def complete_batch(
 ) -> list[bool]:
     """Complete many in one transaction; a stale item is False (an exact replay is True),
     never an error. ``completions`` (parallel to ``items``) gives an item a result and
-    an attempt record to keep, like ``complete_with_result``."""
+    an attempt record to keep, like ``complete_with_result``; a result or attempt JSON
+    cannot hold (NaN, a set, dict keys of mixed types) is an ``InvalidArgumentError``
+    and nothing is written."""
     items = _check_items(items, MAX_COMPLETE_BATCH)
     if not items:
         return []
