@@ -191,7 +191,7 @@ def _complete_kept(
         params += [
             seq,
             token,
-            c._result_json if c._result_json is not None else _encoded(c.result),
+            c._result_json if c._result_json is not None else core.dumps_arg(c.result, "result"),
             core.dumps_arg(c.attempt, "attempt"),
         ]
     append = dialect.json_append_expr("mqlite_message.attempts", "v.attempt")
@@ -211,10 +211,6 @@ def _complete_kept(
         core.release_lines(cursor, dialect, q.id, [r[1] for r in rows])
         core.bump_totals(cursor, dialect, q.id, completed=len(rows))
     return [r[0] for r in rows]
-
-
-def _encoded(result: Any) -> str | None:
-    return core.dumps_arg(result, "result")
 
 
 def _history(dialect: Dialect, attempt_json: str | None) -> tuple[str, list[Any]]:

@@ -130,9 +130,9 @@ def _resolve(path: str) -> Task | None:
 
 
 def _restore(task: Task, body: dict[str, Any], priority: int, queue: str) -> Task:
-    """``restore_task``, kept per (task, priority, queue, backend, run_after): building a
-    Task runs its backend's validation, the same for every message of a kind. A task
-    with a ``run_after`` (one time each) is not kept."""
+    """``restore_task``, kept per (task, priority, queue, backend): building a Task runs
+    its backend's validation, the same for every message of a kind. A task with a
+    ``run_after`` (one time each) is not kept."""
     if body.get("run_after") is not None:
         return restore_task(task, body, priority=priority, queue_name=queue)
     key = (task, priority, queue, body.get("backend"))

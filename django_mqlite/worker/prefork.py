@@ -129,6 +129,7 @@ class Supervisor:
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:  # pragma: no cover - the child never returns here
+            signal.set_wakeup_fd(-1)  # the parent's wake-up pipe is not the child's
             for fd in self._wake_fds:
                 os.close(fd)
             _child(self.make_worker)
@@ -211,7 +212,6 @@ def _child(make_worker: Callable[[], Runnable]) -> None:
     code = 1
     try:
         os.setpgid(0, 0)
-        signal.set_wakeup_fd(-1)  # the parent's: its pipe is not this process's business
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD):
             signal.signal(sig, signal.SIG_DFL)  # the worker installs its own
         _watch_parent(os.getppid())
