@@ -94,7 +94,11 @@ def test_max_in_flight_holds_across_threads() -> None:
             with lock:
                 held[0] += len(got)
                 peak[0] = max(peak[0], held[0])
-            time.sleep(rng.random() * 0.003)
+            # Hold on until the others have filled the limit (or a short while has passed),
+            # so reaching it does not hang on how fast this machine's round trips are.
+            deadline = time.monotonic() + 0.05 + rng.random() * 0.05
+            while held[0] < limit and time.monotonic() < deadline:
+                time.sleep(0.001)
             for m in got:
                 with lock:
                     held[0] -= 1
