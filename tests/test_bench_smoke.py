@@ -86,3 +86,14 @@ _TINY = {
     "defaults": 100,
     "defaults_single": 20,
 }
+
+
+def test_the_docs_defaults_table_is_the_results_file() -> None:
+    """docs/benchmark.md shows the defaults table of benchmarks/results/defaults.json as
+    ``python -m benchmarks report`` renders it: every row from that one run, none edited."""
+    from benchmarks.report import defaults_table
+
+    data = json.loads((ROOT / "benchmarks" / "results" / "defaults.json").read_text())
+    table = defaults_table(data).strip()
+    assert table.count("| Tasks drain, steady state |") == len(data["results"])
+    assert table in (ROOT / "docs" / "benchmark.md").read_text()
