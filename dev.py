@@ -7,8 +7,9 @@
 Both create ``.venv`` (once, and again when pyproject.toml changes) and install the
 project with its dev extras into it. ``test`` runs PostgreSQL tests when a server answers
 on PGHOST:PGPORT (default 127.0.0.1:5432); set ``MQLITE_REQUIRE_POSTGRES=1`` to fail
-instead of skipping them when none does (CI sets it). Arguments after ``--`` go to
-pytest, e.g. ``python3 dev.py test --db sqlite -- -k fencing``.
+instead of skipping them when none does (CI sets it). The two databases' runs go side
+by side, their lines prefixed (``--serial`` runs them one after the other). Arguments
+after ``--`` go to pytest, e.g. ``python3 dev.py test --db sqlite -- -k fencing``.
 """
 
 from __future__ import annotations
@@ -89,14 +90,53 @@ def cmd_test(args: argparse.Namespace) -> None:
         env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings"}
         run(PY, "-m", "django", "makemigrations", "--check", "--dry-run", env=env)
     dbs = ["sqlite", "postgres"] if args.db == "all" else [args.db]
-    for db in dbs:
-        if db == "postgres" and not postgres_up():
-            if os.environ.get("MQLITE_REQUIRE_POSTGRES") == "1":
-                sys.exit("PostgreSQL is required (MQLITE_REQUIRE_POSTGRES=1) but not reachable")
-            print("!! PostgreSQL is not reachable: skipping the PostgreSQL run", flush=True)
-            continue
-        print(f"== test suite on {db}", flush=True)
-        run(PY, "-m", "pytest", *rest, env={**os.environ, "MQLITE_TEST_DB": db})
+    if "postgres" in dbs and not postgres_up():
+        if os.environ.get("MQLITE_REQUIRE_POSTGRES") == "1":
+            sys.exit("PostgreSQL is required (MQLITE_REQUIRE_POSTGRES=1) but not reachable")
+        print("!! PostgreSQL is not reachable: skipping the PostgreSQL run", flush=True)
+        dbs.remove("postgres")
+    halves = [(db, [PY, "-m", "pytest", *rest], {**os.environ, "MQLITE_TEST_DB": db}) for db in dbs]
+    if args.serial or len(halves) == 1:
+        for db, cmd, env in halves:
+            print(f"== test suite on {db}", flush=True)
+            run(*cmd, env=env)
+    else:
+        run_side_by_side(halves)
+
+
+def run_side_by_side(halves: list[tuple[str, list[Path | str], dict[str, str]]]) -> None:
+    """Run each half in its own process at once (most of a half's time is spent waiting on
+    processes, sockets and the database, so two halves take little longer than one), its
+    lines prefixed with its name; exit with the first failure's code once all are done."""
+    import threading
+
+    def pump(name: str, proc: subprocess.Popen[str]) -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            print(f"[{name}] {line}", end="", flush=True)
+
+    started = []
+    for db, cmd, env in halves:
+        print(f"== test suite on {db} (side by side)", flush=True)
+        proc = subprocess.Popen(
+            [str(c) for c in cmd],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        reader = threading.Thread(target=pump, args=(db, proc), daemon=True)
+        reader.start()
+        started.append((db, proc, reader))
+    failed = 0
+    for db, proc, reader in started:
+        code = proc.wait()
+        reader.join()
+        print(f"== {db}: {'passed' if code == 0 else f'FAILED (exit {code})'}", flush=True)
+        failed = failed or code
+    if failed:
+        sys.exit(failed)
 
 
 def main() -> None:
@@ -107,6 +147,7 @@ def main() -> None:
     test = sub.add_parser("test", help="lint, type-check and run the suite on both databases")
     test.add_argument("--db", choices=["sqlite", "postgres", "all"], default="all")
     test.add_argument("--no-lint", action="store_true", help="skip ruff, mypy, migrations")
+    test.add_argument("--serial", action="store_true", help="run the databases one after the other")
     test.set_defaults(func=cmd_test)
     args, rest = parser.parse_known_args()
     args.rest = rest

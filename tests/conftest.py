@@ -101,3 +101,61 @@ def _stop_shared_listeners() -> Iterator[None]:
     from django_mqlite.engine import listen
 
     listen.stop_shared_listeners()
+
+
+# -- CI: every skip is expected ------------------------------------------------------------
+# Under ``MQLITE_EXPECTED_SKIPS=<file>`` (``.ci/run`` sets it) the run fails unless its skips,
+# counted by reason, are exactly the ones the file lists for this run (database and Django
+# version): a tool that is missing here (the browser, node, boto3, PgBouncer) turns into a
+# failure instead of a quiet skip. ``MQLITE_EXPECTED_SKIPS_UPDATE=1`` writes what it saw.
+
+
+def _skip_label() -> str:
+    import django
+
+    major, minor = django.VERSION[:2]
+    return f"{os.environ.get('MQLITE_TEST_DB', 'sqlite')}-django{major}.{minor}"
+
+
+def _skip_reason(report: Any) -> str:
+    longrepr = report.longrepr
+    reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+    return str(reason).removeprefix("Skipped: ")
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    import json
+    from collections import Counter
+    from pathlib import Path
+
+    path = os.environ.get("MQLITE_EXPECTED_SKIPS")
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if not path or reporter is None or hasattr(session.config, "workerinput"):
+        return
+    seen = Counter(_skip_reason(r) for r in reporter.stats.get("skipped", []))
+    label = _skip_label()
+    file = Path(path)
+    if os.environ.get("MQLITE_EXPECTED_SKIPS_UPDATE") == "1":
+        import fcntl
+
+        # Runs side by side update one file: one at a time.
+        with open(file.with_suffix(".lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            pinned = json.loads(file.read_text()) if file.exists() else {}
+            pinned[label] = dict(sorted(seen.items()))
+            file.write_text(json.dumps(dict(sorted(pinned.items())), indent=2) + "\n")
+        return
+    pinned: dict[str, dict[str, int]] = json.loads(file.read_text()) if file.exists() else {}
+    want = pinned.get(label, {})
+    if dict(seen) == want:
+        reporter.ensure_newline()
+        reporter.write_line(f"skips: {sum(seen.values())}, each expected for {label}")
+        return
+    reporter.ensure_newline()
+    reporter.write_line(f"UNEXPECTED SKIPS for {label} (pinned in {path}):", red=True)
+    for reason in sorted(set(seen) | set(want)):
+        if seen.get(reason, 0) != want.get(reason, 0):
+            reporter.write_line(
+                f"  {seen.get(reason, 0)} skipped, {want.get(reason, 0)} expected: {reason}"
+            )
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED
