@@ -13,7 +13,7 @@ from django.db.backends.signals import connection_created
 
 import django_mqlite as mq
 from django_mqlite.api import longpoll
-from django_mqlite.engine import wakeup
+from django_mqlite.engine import claim, wakeup
 
 from .conftest import error, url
 
@@ -125,7 +125,12 @@ def test_long_poll_times_out_empty(api: Any, q: str) -> None:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_long_poll_returns_as_soon_as_a_message_arrives(api: Any, make_queue: Any) -> None:
+def test_long_poll_returns_as_soon_as_a_message_arrives(
+    api: Any, make_queue: Any, monkeypatch: Any
+) -> None:
+    # No fallback poll inside the wait: only the send's wake-up can end it in time.
+    monkeypatch.setattr(claim, "POLL_FIRST_S", 30.0)
+    monkeypatch.setattr(claim, "POLL_MAX_S", 30.0)
     make_queue("lp")
 
     def later() -> None:

@@ -198,3 +198,16 @@ def test_receipt_ttl_setting(q: str, clock: mq.clock.FrozenClock) -> None:
         clock.advance(10)
         with pytest.raises(mq.LockLostError):
             m.complete()
+
+
+def test_a_repeat_inside_one_batch_with_another_body_is_a_conflict(q: str) -> None:
+    first, clash, copy = mq.send_batch(
+        q,
+        [
+            mq.OutMessage(b"a", message_id="m"),
+            mq.OutMessage(b"b", message_id="m"),
+            mq.OutMessage(b"a", message_id="m"),
+        ],
+    )
+    assert first > 0 and clash == 0 and copy == first
+    assert [p.body for p in mq.peek(q)] == [b"a"]

@@ -156,3 +156,35 @@ def test_group_fifo_orders_by_group(make_queue: object) -> None:
         ],
     )
     assert seqs(mq.receive("gf", max_messages=5)) == [a1, b1]
+
+
+@pytest.mark.parametrize("batch", [False, True], ids=["send", "send_batch"])
+@pytest.mark.parametrize("held", ["locked", "deferred", "parked"])
+def test_a_later_send_waits_behind_its_groups_held_head(
+    q: str, batch: bool, held: str, clock: mq.clock.FrozenClock
+) -> None:
+    """The line is checked when the new member is written, not only among the members of
+    one send: an earlier member that is locked, deferred or parked still holds it."""
+    head = mq.send(q, b"head", group_id="g")
+    (m,) = mq.receive(q)
+    if held == "deferred":
+        m.defer()
+    elif held == "parked":
+        m.abandon(delay=30)
+    if batch:
+        (nxt,) = mq.send_batch(q, [mq.OutMessage(b"next", group_id="g")])
+    else:
+        nxt = mq.send(q, b"next", group_id="g")
+    assert mq.receive(q, max_messages=5) == []
+    if held == "locked":
+        m.complete()
+    elif held == "deferred":
+        (again,) = mq.receive_deferred(q, [head])
+        again.complete()
+    else:
+        clock.advance(31)
+        mq.reap()
+        (again,) = mq.receive(q)
+        assert again.seq == head
+        again.complete()
+    assert seqs(mq.receive(q, max_messages=5)) == [nxt]

@@ -33,9 +33,13 @@ def fresh_session() -> Iterator[None]:
     connection.close()
 
 
+@pytest.mark.skipif("connection.vendor != 'sqlite'", reason="SQLite has no PREPARE")
 def test_off_on_sqlite() -> None:
-    if connection.vendor == "sqlite":
-        assert not prepared.enabled("default")
+    assert not prepared.enabled("default")
+    mq.create_queue("p")
+    with CaptureQueriesContext(connection) as ctx:
+        mq.send("p", {"n": 1})
+    assert not [q["sql"] for q in ctx.captured_queries if q["sql"].startswith("PREPARE")]
 
 
 @postgres_only

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 import django_mqlite as mq
+from django_mqlite.engine import claim
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -139,7 +140,12 @@ def test_delay_seconds(sqs: Any, queue_url: str) -> None:
     assert mq.peek("orders")[0].state == "scheduled"
 
 
-def test_long_poll_returns_when_a_message_arrives(sqs: Any, queue_url: str) -> None:
+def test_long_poll_returns_when_a_message_arrives(
+    sqs: Any, queue_url: str, monkeypatch: Any
+) -> None:
+    # No fallback poll inside the wait: only the send's wake-up can end it in time.
+    monkeypatch.setattr(claim, "POLL_FIRST_S", 30.0)
+    monkeypatch.setattr(claim, "POLL_MAX_S", 30.0)
     timer = threading.Timer(0.5, lambda: mq.send("orders", "late"))
     started = time.monotonic()
     timer.start()
