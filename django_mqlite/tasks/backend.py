@@ -41,6 +41,7 @@ from .results import (
     locate,
     parse_id,
 )
+from .signing import seal
 
 DEFAULT_KEEP_RESULTS = 7 * 86400.0
 #: The longest timeout a task (or a task message) may carry: a week.
@@ -198,6 +199,7 @@ class MQLiteBackend(BaseTaskBackend):  # type: ignore[misc,unused-ignore]
             run_after = timezone.make_aware(run_after)
         if run_after is not None:  # kept in the body: the row's visible_at moves on claims
             body["run_after"] = clock.to_ms(run_after)
+        seal(body, timeout=timeout, priority=task.priority)
         seq, enqueued_ms = self._send(
             task.queue_name,
             body,
@@ -280,8 +282,8 @@ class MQLiteBackend(BaseTaskBackend):  # type: ignore[misc,unused-ignore]
 
 
 def envelope(task: Task, args: Any, kwargs: Any, alias: str) -> dict[str, Any]:
-    """The message body of a task call. Arguments must be JSON: anything else raises
-    TypeError here, before anything is written."""
+    """The message body of a task call, not yet signed (``signing.seal``). Arguments
+    must be JSON: anything else raises TypeError here, before anything is written."""
     try:
         norm_args = normalize_json(list(args))
         norm_kwargs = normalize_json(dict(kwargs))
@@ -294,7 +296,13 @@ def envelope(task: Task, args: Any, kwargs: Any, alias: str) -> dict[str, Any]:
             raise TypeError(f"keyword argument names must be strings, not {key!r}")
     for value in (norm_args, norm_kwargs):
         _reject_non_finite(value, task.module_path)
-    return {"task": task.module_path, "args": norm_args, "kwargs": norm_kwargs, "backend": alias}
+    return {
+        "task": task.module_path,
+        "args": norm_args,
+        "kwargs": norm_kwargs,
+        "backend": alias,
+        "queue": task.queue_name,
+    }
 
 
 def _reject_non_finite(value: Any, path: str) -> None:

@@ -1,38 +1,44 @@
-"""What a worker accepts as a task: a valid envelope, for a task of this queue.
+"""What a worker accepts as a task: a signed envelope, for a task of this queue.
 
 A message on a Tasks queue names code to run, so a worker runs it only when all of
 this holds, and otherwise dead-letters it at once (reason ``InvalidTaskMessage``, no
-retries) with a description that says what is wrong:
+retries, nothing imported or run) with a description that says what is wrong:
 
 - the body is a JSON object ``{"task": path, "args": [...], "kwargs": {...},
-  "backend": alias}`` (``backend`` optional), and ``properties.timeout``, when present,
-  is a number of seconds in (0, ``MAX_TIMEOUT_S``];
-- ``backend`` names an ``MQLiteBackend`` that serves the queue the message came in on;
-- ``task`` imports as a Django ``Task`` of that backend;
-- the task belongs to that queue: its ``queue_name`` is the queue, or the queue is
-  closed to remote senders (not in ``MQLITE["OPEN_TASK_QUEUES"]``), so only the
-  project's own code can have enqueued it there (``task.using(queue_name=...)``).
+  "backend": alias, "queue": name, "signature": hex}`` (and ``run_after``, epoch ms,
+  when the call had one), and ``properties.timeout``, when present, is a number of
+  seconds in (0, ``MAX_TIMEOUT_S``];
+- ``signature`` verifies (``signing``: HMAC keyed from ``SECRET_KEY`` or one of
+  ``SECRET_KEY_FALLBACKS``, over the queue, backend, task, arguments, ``run_after``,
+  timeout and priority), so the envelope was written by the Tasks backend or by the
+  front of an ``OPEN_TASK_QUEUES`` queue, and nothing in it changed since;
+- the queue it was signed for is the queue the message came in on: a signed envelope
+  moved to another queue (redrive, forward, move) does not run there;
+- ``backend`` names an ``MQLiteBackend`` whose ``QUEUES`` include that queue;
+- ``task`` imports, from an installed app (or a module already imported), as a Django
+  ``Task``.
 
-A queue open to HTTP senders therefore runs only its own tasks, never any task of the
-project with arguments a sender chose.
+Nothing is imported before the signature and the queue are checked.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import sys
 from typing import Any
 
 from django.core.signals import setting_changed
 
-from ..conf import mqlite_settings
 from ..engine.received import Received
+from . import signing
 from .backend import MAX_TIMEOUT_S, MQLiteBackend
 from .compat import Task, task_backends
 from .results import resolve_task, restore_task
 
 INVALID_REASON = "InvalidTaskMessage"
+ENVELOPE_FIELDS = frozenset(
+    {"task", "args", "kwargs", "backend", "queue", "run_after", "signature"}
+)
 
 
 class InvalidTaskMessage(Exception):  # noqa: N818 - reads as what the message is
@@ -58,24 +64,53 @@ def _body(msg: Received) -> dict[str, Any]:
         raise InvalidTaskMessage(f"body is not JSON: {exc}") from None
     if not isinstance(body, dict):
         raise InvalidTaskMessage("body is not a JSON object")
-    unknown = set(body) - {"task", "args", "kwargs", "backend", "run_after"}
+    return body
+
+
+def _verify(msg: Received, body: dict[str, Any]) -> None:
+    """The signature first, then the queue: nothing else is looked at before."""
+    signature = body.get("signature")
+    if signature is None:
+        raise InvalidTaskMessage(
+            "the task envelope is not signed: only the Tasks backend (or the front of a "
+            "queue in OPEN_TASK_QUEUES) writes task messages; envelopes queued before "
+            "signing were unsigned"
+        )
+    timeout = (msg.properties or {}).get("timeout")
+    try:
+        data = signing.envelope_payload(body, timeout=timeout, priority=msg.priority)
+    except (TypeError, ValueError, RecursionError):  # not JSON-shaped, cannot be signed
+        data = b""
+    if not data or not signing.verify(data, signature):
+        raise InvalidTaskMessage(
+            "the task envelope's signature does not verify: changed after it was "
+            "signed, or signed with a key that is neither SECRET_KEY nor in "
+            "SECRET_KEY_FALLBACKS"
+        )
+    if body.get("queue") != msg.queue:
+        raise InvalidTaskMessage(
+            f"the task envelope was signed for queue {str(body.get('queue'))[:100]!r}, "
+            f"not {msg.queue!r}: a task runs only on the queue it was enqueued to"
+        )
+
+
+def _check_shape(body: dict[str, Any]) -> None:
+    unknown = set(body) - ENVELOPE_FIELDS
     if unknown:
-        raise InvalidTaskMessage(f"unknown envelope field(s): {', '.join(sorted(unknown))}")
+        raise InvalidTaskMessage(f"unknown envelope field(s): {', '.join(sorted(unknown))}"[:500])
     if not isinstance(body.get("task"), str):
         raise InvalidTaskMessage("'task' must be a dotted path")
-    if not isinstance(body.get("args", []), list):
+    if not isinstance(body.get("args"), list):
         raise InvalidTaskMessage("'args' must be a list")
-    kwargs = body.get("kwargs", {})
-    if not isinstance(kwargs, dict):
+    if not isinstance(body.get("kwargs"), dict):
         raise InvalidTaskMessage("'kwargs' must be an object")
-    if not isinstance(body.get("backend", ""), str):
+    if not isinstance(body.get("backend"), str):
         raise InvalidTaskMessage("'backend' must be a string")
     run_after = body.get("run_after")
     if run_after is not None and (
         not isinstance(run_after, int) or isinstance(run_after, bool) or not 0 <= run_after < 2**53
     ):
         raise InvalidTaskMessage("'run_after' must be epoch milliseconds")
-    return body
 
 
 def _refuse(name: str) -> Any:
@@ -86,9 +121,7 @@ def _backend(alias: str, queue: str) -> Any:
     if alias not in task_backends.settings:
         raise InvalidTaskMessage(f"no Tasks backend {alias!r}")
     backend = task_backends[alias]
-    # A backend without QUEUES takes any queue name (as Django has it); a worker still
-    # runs tasks only on the queues it registered the task runner for.
-    if not isinstance(backend, MQLiteBackend) or (backend.queues and queue not in backend.queues):
+    if not isinstance(backend, MQLiteBackend) or queue not in backend.queues:
         raise InvalidTaskMessage(f"Tasks backend {alias!r} does not serve queue {queue!r}")
     return backend
 
@@ -103,25 +136,12 @@ CACHE_MAX = 1024
 
 
 def _resolve(path: str) -> Task | None:
-    """The Task at ``path``, importing only modules of installed apps (or modules
-    already imported): a message never makes a worker import arbitrary code."""
+    """The Task at ``path`` (``resolve_task``: only modules of installed apps, or
+    modules already imported, are imported), kept once found."""
     found = _resolved.get(path)
     if found is not None:
         return found
-    from django.apps import apps
-
-    module = path.rpartition(".")[0]
-    if not module:
-        return None
-    inside_app = any(
-        module == c.name or module.startswith(c.name + ".") for c in apps.get_app_configs()
-    )
-    if not inside_app and module not in sys.modules:
-        return None
-    try:
-        found = resolve_task(path)
-    except Exception:  # importing a broken module is a bad message, not a crashed worker
-        return None
+    found = resolve_task(path)
     if found is not None:
         if len(_resolved) >= CACHE_MAX:
             _resolved.clear()
@@ -166,17 +186,17 @@ def load(msg: Received) -> tuple[Task, Any, list[Any], dict[str, Any]]:
             f"not {props['timeout']!r}"[:500]
         )
     body = _body(msg)
+    _verify(msg, body)
+    _check_shape(body)
+    # The backend the call was made with (``task.using(backend=...)`` may differ from the
+    # task's own): it must be one of ours and serve the queue the message came in on.
+    backend = _backend(body["backend"], msg.queue)
     path = body["task"]
     task = _resolve(path)
     if task is None:
         raise InvalidTaskMessage(f"{path[:200]!r} is not a task this worker knows")
-    # The backend the call was made with (``task.using(backend=...)`` may differ from the
-    # task's own): it must be one of ours and serve the queue the message came in on.
-    backend = _backend(body.get("backend") or task.backend, msg.queue)
-    own = task.queue_name == msg.queue
-    if not own and msg.queue in set(mqlite_settings.OPEN_TASK_QUEUES or ()):
-        raise InvalidTaskMessage(
-            f"task {path!r} belongs to queue {task.queue_name!r}, not {msg.queue!r}"
-        )
-    task = _restore(task, body, msg.priority, msg.queue)
-    return task, backend, body.get("args", []), body.get("kwargs", {})
+    try:
+        task = _restore(task, body, msg.priority, msg.queue)
+    except Exception as exc:  # the backend's validation refuses this call
+        raise InvalidTaskMessage(f"task {path[:200]!r}: {exc}"[:500]) from None
+    return task, backend, body["args"], body["kwargs"]

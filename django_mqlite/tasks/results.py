@@ -9,6 +9,7 @@ while the queue keeps results.
 from __future__ import annotations
 
 import dataclasses
+import sys
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
@@ -108,12 +109,28 @@ def locate(backend: MQLiteBackend, result_id: str) -> tuple[str, int] | None:
 
 
 def resolve_task(path: str) -> Task | None:
-    """The Task object a message names, or None when it cannot be imported."""
+    """The Task object a message names, or None when it cannot be imported. Only
+    modules of installed apps (or modules already imported) are imported: a message,
+    whoever wrote it, never makes a process import arbitrary code."""
+    if not isinstance(path, str) or not importable(path.rpartition(".")[0]):
+        return None
     try:
         found = import_string(path)
-    except ImportError:
+    except Exception:  # importing a broken module is a bad message, not a crash
         return None
     return found if isinstance(found, Task) else None
+
+
+def importable(module: str) -> bool:
+    """Whether a task path may import ``module``: it is an installed app's module (or
+    the app itself), or it is already imported."""
+    from django.apps import apps
+
+    if not module:
+        return False
+    if module in sys.modules:
+        return True
+    return any(module == c.name or module.startswith(c.name + ".") for c in apps.get_app_configs())
 
 
 def restore_task(task: Task, body: dict[str, Any], *, priority: int, queue_name: str) -> Task:
