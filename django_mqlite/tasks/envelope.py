@@ -135,7 +135,7 @@ _restored: dict[tuple[Any, ...], Task] = {}
 CACHE_MAX = 1024
 
 
-def _resolve(path: str) -> Task | None:
+def resolve(path: str) -> Task | None:
     """The Task at ``path`` (``resolve_task``: only modules of installed apps, or
     modules already imported, are imported), kept once found."""
     found = _resolved.get(path)
@@ -192,7 +192,7 @@ def load(msg: Received) -> tuple[Task, Any, list[Any], dict[str, Any]]:
     # task's own): it must be one of ours and serve the queue the message came in on.
     backend = _backend(body["backend"], msg.queue)
     path = body["task"]
-    task = _resolve(path)
+    task = resolve(path)
     if task is None:
         raise InvalidTaskMessage(f"{path[:200]!r} is not a task this worker knows")
     try:

@@ -12,6 +12,7 @@ from django.test import override_settings
 
 import django_mqlite as mq
 from django_mqlite.tasks import envelope
+from tests.tasks.envelopes import signed
 from tests.workerproject.recorder import tasks
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -44,7 +45,7 @@ def test_each_message_gets_its_own_priority_and_queue() -> None:
 
 def test_a_refused_path_is_not_remembered() -> None:
     mq.create_queue("tasks")
-    mq.send("tasks", {"task": "tests.workerproject.recorder.tasks.nope", "args": []})
+    mq.send("tasks", signed("tests.workerproject.recorder.tasks.nope", []))
     with pytest.raises(envelope.InvalidTaskMessage):
         envelope.load(claim())
     assert "tests.workerproject.recorder.tasks.nope" not in envelope._resolved

@@ -12,6 +12,7 @@ from rest_framework.response import Response
 import django_mqlite as mq
 
 from ...permissions import accepts_remote_sends
+from ...tasks.front import remote_message
 from .. import bodies, budget, longpoll
 from .. import serializers as s
 from .base import BODY_ERRORS, MQView, errors, extend_schema, task_queue_refusal
@@ -66,9 +67,9 @@ class MessagesView(MQView):
         data = request.data
         if isinstance(data, dict) and "messages" in data:
             batch = self.body(s.SendBatchSerializer)["messages"]
-            seqs = mq.send_batch(name, [out_message(m) for m in batch])
+            seqs = mq.send_batch(name, [remote_message(name, out_message(m)) for m in batch])
             return Response({"seqs": seqs}, status=201)
-        message = out_message(self.body(s.OutMessageSerializer))
+        message = remote_message(name, out_message(self.body(s.OutMessageSerializer)))
         options = {k: v for k, v in vars(message).items() if k != "body"}
         return Response({"seq": mq.send(name, message.body, **options)}, status=201)
 

@@ -8,9 +8,10 @@ from typing import Any
 
 import django_mqlite as mq
 
+from ...tasks.front import remote_message
 from .. import md5, receipts
 from ..context import Context, integer, strings, text
-from ..errors import SQSError, invalid, missing
+from ..errors import SQSError, from_mqlite, invalid, missing
 from ..store import QueueInfo
 from . import batches
 from . import message_attributes as ma
@@ -69,6 +70,10 @@ def prepare(info: QueueInfo, p: dict[str, Any]) -> Prepared:
         properties=ma.to_properties(attrs, trace),
         delay=delay or None,
     )
+    try:
+        out = remote_message(info.name, out)  # a task call to an open task queue: signed
+    except mq.MQLiteError as exc:
+        raise from_mqlite(exc) from None
     reply: dict[str, Any] = {"MD5OfMessageBody": md5.of_body(body)}
     if attrs:
         reply["MD5OfMessageAttributes"] = md5.of_attributes(attrs)
