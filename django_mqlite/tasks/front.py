@@ -14,7 +14,8 @@ is written:
   tasks of the queue it may send to, never any other task of the project;
 - the arguments are JSON, the priority one Django accepts;
 - the envelope is then signed (``signing``) for this queue, with the task's own timeout
-  (a ``timeout`` property of the sender is replaced) and the message's priority.
+  (a ``timeout`` property of the sender is replaced) and the message's priority, and
+  the message's subject marks it as a task (``get_result`` finds it by its seq).
 
 Every remote send path calls :func:`remote_message` for every message; to any other
 queue it returns the message unchanged. Redrives, forwards and moves into a task queue
@@ -81,6 +82,7 @@ def _task_message(queue: str, out: OutMessage) -> OutMessage:
     from .backend import MQLiteBackend, envelope
     from .compat import InvalidTaskError, task_backends
     from .envelope import resolve
+    from .results import SUBJECT_PREFIX
     from .signing import seal
 
     call = _call(out.body)
@@ -108,5 +110,9 @@ def _task_message(queue: str, out: OutMessage) -> OutMessage:
         properties["timeout"] = timeout
     seal(body, timeout=timeout, priority=out.priority)
     return dataclasses.replace(
-        out, body=body, content_type="application/json", properties=properties or None
+        out,
+        body=body,
+        content_type="application/json",
+        properties=properties or None,
+        subject=f"{SUBJECT_PREFIX}{task.module_path}"[:256],  # what get_result looks for
     )
