@@ -14,7 +14,8 @@ retries, nothing imported or run) with a description that says what is wrong:
   front of an ``OPEN_TASK_QUEUES`` queue, and nothing in it changed since;
 - the queue it was signed for is the queue the message came in on: a signed envelope
   moved to another queue (redrive, forward, move) does not run there;
-- ``backend`` names an ``MQLiteBackend`` whose ``QUEUES`` include that queue;
+- ``backend`` names an ``MQLiteBackend`` whose ``QUEUES`` include that queue (a backend
+  without ``QUEUES`` takes any queue, as Django has it);
 - ``task`` imports, from an installed app (or a module already imported), as a Django
   ``Task``.
 
@@ -121,7 +122,9 @@ def _backend(alias: str, queue: str) -> Any:
     if alias not in task_backends.settings:
         raise InvalidTaskMessage(f"no Tasks backend {alias!r}")
     backend = task_backends[alias]
-    if not isinstance(backend, MQLiteBackend) or queue not in backend.queues:
+    # A backend without QUEUES takes any queue name, as Django has it (system check
+    # django_mqlite.E010 refuses it for runworker, which serves only listed queues).
+    if not isinstance(backend, MQLiteBackend) or (backend.queues and queue not in backend.queues):
         raise InvalidTaskMessage(f"Tasks backend {alias!r} does not serve queue {queue!r}")
     return backend
 

@@ -284,10 +284,10 @@ def bury_invalid(msg: Received, why: str) -> None:
     """Dead-letter a message that is not a task this queue may run: at once, since no
     retry can make it valid, and without running anything."""
     assert msg.lock_token is not None
+    # The reason may quote the message: made valid UTF-8, so the reject always stores.
+    why = why.encode("utf-8", "backslashreplace").decode("utf-8")[:4096]
     logger.warning("task message #%s on %r dead-lettered: %s", msg.seq, msg.queue, why)
-    settle.reject(
-        msg.queue, msg.seq, msg.lock_token, envelope.INVALID_REASON, why[:4096], using=msg.using
-    )
+    settle.reject(msg.queue, msg.seq, msg.lock_token, envelope.INVALID_REASON, why, using=msg.using)
     msg.settled = "reject"
 
 

@@ -35,9 +35,9 @@ def tampered() -> dict[str, Any]:
     return body
 
 
-def with_extra_field() -> dict[str, Any]:
+def with_extra_field(name: str = "extra") -> dict[str, Any]:
     body = signed()
-    body["extra"] = 1  # not covered by the signature, and refused for it
+    body[name] = 1  # not covered by the signature, and refused for it
     return body
 
 
@@ -65,6 +65,12 @@ BAD = [
     ),
     pytest.param(signed(backend="elsewhere"), None, "no Tasks backend", id="unknown-backend"),
     pytest.param(with_extra_field(), None, "unknown envelope field", id="unknown-field"),
+    pytest.param(
+        json.dumps(with_extra_field("\ud800")).encode(),
+        None,
+        "unknown envelope field",
+        id="lone-surrogate-field",
+    ),
     pytest.param(
         signed(timeout=10**400), {"timeout": 10**400}, "properties.timeout", id="huge-timeout"
     ),
