@@ -4,6 +4,7 @@ each occurrence exactly once; missed occurrences follow ``catchup``."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 import threading
 from typing import Any
 
@@ -98,3 +99,18 @@ def test_a_failing_enqueue_is_retried_next_tick(caplog: Any) -> None:
         mq.create_queue("missing")
         assert ticker.tick() == 1
     assert "enqueue failed" in caplog.text
+
+
+def test_a_periodic_task_is_enqueued_signed_and_runs(run_worker: Any) -> None:
+    """The ticker enqueues through the Tasks backend, so the worker can verify it."""
+    spec = {"cron": "*/5 * * * *", "task": "tests.workerproject.recorder.tasks.remember"}
+    tasks.RAN.clear()
+    with override_settings(MQLITE={"PERIODIC": {"r": {**spec, "args": ["tick"]}}}):
+        with mq.clock.frozen(START) as clock:
+            assert Ticker().tick() == 0  # baseline
+            clock.advance(300)
+            assert Ticker().tick() == 1
+    (queued,) = mq.peek("tasks")
+    assert json.loads(queued.body)["signature"]
+    run_worker(queues=["tasks"])  # without PERIODIC: its own ticker enqueues nothing
+    assert tasks.RAN == ["tick"]
