@@ -33,6 +33,10 @@ SALT = "django_mqlite.tasks.envelope"
 VERSION = b"mqlite-task-envelope-v1\n"
 
 _keys: tuple[bytes, ...] | None = None
+#: Built once: ``json.dumps`` with options builds an encoder per call.
+_CANONICAL = json.JSONEncoder(
+    ensure_ascii=True, allow_nan=False, sort_keys=True, separators=(",", ":")
+)
 
 
 def _derive(secret: str | bytes) -> bytes:
@@ -72,10 +76,7 @@ def payload(
     """The bytes a signature covers: the values, canonically serialised (any JSON
     values: a received envelope is checked for its shape only once it verified)."""
     fields = [queue, backend, task, args, kwargs, run_after, timeout, priority]
-    text = json.dumps(
-        fields, ensure_ascii=True, allow_nan=False, sort_keys=True, separators=(",", ":")
-    )
-    return VERSION + text.encode("ascii")
+    return VERSION + _CANONICAL.encode(fields).encode("ascii")
 
 
 def sign(data: bytes) -> str:
@@ -85,12 +86,10 @@ def sign(data: bytes) -> str:
 
 def verify(data: bytes, signature: str) -> bool:
     """Whether ``signature`` signs ``data`` with SECRET_KEY or one of its fallbacks."""
-    if not isinstance(signature, str) or len(signature) != 64:
+    if not isinstance(signature, str) or len(signature) != 64 or not signature.isascii():
         return False
-    given = signature.encode("ascii", "replace")
     return any(
-        hmac.compare_digest(hmac.digest(key, data, "sha256").hex().encode("ascii"), given)
-        for key in keys()
+        hmac.compare_digest(hmac.digest(key, data, "sha256").hex(), signature) for key in keys()
     )
 
 
