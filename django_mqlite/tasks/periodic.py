@@ -10,7 +10,8 @@
 
 Each schedule is a 5-field cron expression (parsed by ``cronsim``) read in its time
 zone (default ``settings.TIME_ZONE``), and either a task (``task``, ``args``,
-``kwargs``) or a message (``queue``, ``body``).
+``kwargs``; enqueued through its backend, so signed) or a message (``queue``, ``body``)
+to a queue that no Tasks backend serves.
 
 Exactly once across workers and hosts: ``mqlite_periodic`` keeps, per schedule, the
 latest occurrence enqueued. A ticker moves it forward with a compare-and-set
@@ -41,6 +42,7 @@ from django.utils.module_loading import import_string
 from ..conf import mqlite_settings
 from ..engine import core
 from ..engine.clock import from_ms, now_ms, to_ms
+from .support import mqlite_task_queues
 
 logger = logging.getLogger("django_mqlite.periodic")
 
@@ -109,6 +111,13 @@ def parse(name: str, spec: Any) -> Schedule:
         raise ImproperlyConfigured(f"{where}: give either a task path or a queue")
     if queue is not None:
         core.check_queue_name(queue)
+        if queue in mqlite_task_queues():
+            # A Tasks queue runs only envelopes the backend signed: a raw body would be
+            # dead-lettered at every occurrence.
+            raise ImproperlyConfigured(
+                f"{where}: {queue!r} is a Tasks queue; schedule the task by its path "
+                '("task": "app.tasks.name") so that it is enqueued signed'
+            )
     args, kwargs = spec.get("args", []), spec.get("kwargs", {})
     if not isinstance(args, list | tuple) or not isinstance(kwargs, Mapping):
         raise ImproperlyConfigured(f"{where}: args must be a list and kwargs a dict")

@@ -29,6 +29,17 @@ def mqlite_task_aliases() -> list[str]:
     ]
 
 
+def mqlite_task_queues() -> set[str]:
+    """The ``QUEUES`` of those aliases, read from the settings (nothing imported)."""
+    tasks = getattr(settings, "TASKS", None) or {}
+    out: set[str] = set()
+    for alias in mqlite_task_aliases():
+        queues = tasks[alias].get("QUEUES") or []
+        if isinstance(queues, list | tuple | set | frozenset):
+            out.update(q for q in queues if isinstance(q, str))
+    return out
+
+
 def framework_problem() -> str | None:
     """Why this Django cannot run django-mqlite's Tasks backend, or None when it can."""
     version = django.VERSION[:2]

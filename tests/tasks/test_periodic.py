@@ -114,3 +114,18 @@ def test_a_periodic_task_is_enqueued_signed_and_runs(run_worker: Any) -> None:
     assert json.loads(queued.body)["signature"]
     run_worker(queues=["tasks"])  # without PERIODIC: its own ticker enqueues nothing
     assert tasks.RAN == ["tick"]
+
+
+def test_a_message_schedule_cannot_target_a_tasks_queue() -> None:
+    """Its raw body would be dead-lettered unsigned at every occurrence: refused at
+    configuration time (system check E004), with the way out in the message."""
+    from django.core.exceptions import ImproperlyConfigured
+
+    from django_mqlite.checks import check_periodic
+
+    spec = {"cron": "* * * * *", "queue": "tasks", "body": {"task": "x"}}
+    with override_settings(MQLITE={"PERIODIC": {"raw": spec}}):
+        with pytest.raises(ImproperlyConfigured, match="is a Tasks queue"):
+            schedules()
+        (error,) = check_periodic()
+        assert error.id == "django_mqlite.E004"
