@@ -101,6 +101,11 @@ def test_claim_seeks_the_claim_index_behind_a_blocked_group(backlog: None) -> No
     )
 
 
+def test_a_claim_with_a_byte_budget_still_seeks_the_claim_index(backlog: None) -> None:
+    mq.send_batch("big", [mq.OutMessage(b"y" * 1000) for _ in range(40)])
+    assert_seeks(lambda: mq.receive("big", max_messages=32, max_bytes=20_000), "mqlite_msg_claim")
+
+
 def test_send_and_settle_in_a_line_seek_the_line_index(backlog: None) -> None:
     assert_seeks(lambda: mq.send("big", b"x", group_id="blocked"), "mqlite_msg_line")
     (head,) = mq.peek("big", state="locked", limit=1)
