@@ -31,6 +31,11 @@ _NAME_VALUE_MAPS = {
     "MessageAttribute": "MessageAttributes",
     "MessageSystemAttribute": "MessageSystemAttributes",
 }
+#: The deepest dotted parameter name the protocol uses is
+#: ``SendMessageBatchRequestEntry.1.MessageAttribute.1.Value.StringListValue.1``; far
+#: deeper names, or more parameters than any request needs, are refused as such.
+MAX_KEY_PARTS = 12
+MAX_FIELDS = 4000
 _ENTRY_NAMES = {
     "SendMessageBatch": "SendMessageBatchResultEntry",
     "DeleteMessageBatch": "DeleteMessageBatchResultEntry",
@@ -42,7 +47,9 @@ def _tree(pairs: list[tuple[str, str]]) -> dict[str, Any]:
     root: dict[str, Any] = {}
     for key, value in pairs:
         node = root
-        parts = key.split(".")
+        parts = key.split(".", MAX_KEY_PARTS)
+        if len(parts) > MAX_KEY_PARTS:
+            raise SQSError("InvalidParameterValue", f"Parameter {key[:80]}... is too deep.")
         for part in parts[:-1]:
             child = node.setdefault(part, {})
             if not isinstance(child, dict):
@@ -91,10 +98,14 @@ def _normalize(node: dict[str, Any], op: str) -> dict[str, Any]:
 
 def parse(request: HttpRequest, body: bytes) -> tuple[str, dict[str, Any]]:
     try:
-        pairs = parse_qsl(body.decode("utf-8"), keep_blank_values=True)
+        pairs = parse_qsl(body.decode("utf-8"), keep_blank_values=True, max_num_fields=MAX_FIELDS)
+        pairs += parse_qsl(
+            request.META.get("QUERY_STRING", ""), keep_blank_values=True, max_num_fields=MAX_FIELDS
+        )
     except UnicodeDecodeError:
         raise SQSError("InvalidParameterValue", "The request body is not UTF-8.") from None
-    pairs += parse_qsl(request.META.get("QUERY_STRING", ""), keep_blank_values=True)
+    except ValueError:  # max_num_fields
+        raise SQSError("InvalidParameterValue", "The request has too many parameters.") from None
     params = dict(pairs)
     op = params.pop("Action", "")
     if not op:

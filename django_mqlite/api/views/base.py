@@ -115,17 +115,19 @@ class MQView(APIView):
 
     # -- per-queue decisions beyond the route's own queue ---------------------------------
 
-    def queue_allowed(self, action: str, queue: str) -> bool:
-        """Whether every permission class that decides per queue allows ``action``."""
+    def queue_allowed(self, action: str, queue: str | None) -> bool:
+        """Whether every permission class that decides per queue allows ``action``
+        (``queue=None``: across queues, the model permission alone)."""
         for permission in self.get_permissions():
             decide = getattr(permission, "has_queue_permission", None)
             if decide is not None and not decide(self.request, action, queue):
                 return False
         return True
 
-    def require_queue(self, action: str, queue: str) -> None:
+    def require_queue(self, action: str, queue: str | None) -> None:
         if not self.queue_allowed(action, queue):
-            raise PermissionDenied(f"you may not {action} queue {queue!r}")
+            what = "every queue" if queue is None else f"queue {queue!r}"
+            raise PermissionDenied(f"you may not {action} {what}")
 
     def visible(self, names: Iterable[str]) -> list[str]:
         """The queues among ``names`` this user may read, for listings."""

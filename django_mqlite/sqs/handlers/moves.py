@@ -26,8 +26,8 @@ from django.db import close_old_connections, connections, transaction
 
 import django_mqlite as mq
 
-from .. import store
-from ..context import Context, load, text
+from .. import access, store
+from ..context import Context, integer, load, text
 from ..errors import SQSError, invalid
 
 CHUNK = 100
@@ -115,9 +115,7 @@ def start_message_move_task(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
     dest = load(dest_name).queue
     per_second = None
     if p.get("MaxNumberOfMessagesPerSecond") not in (None, ""):
-        per_second = int(p["MaxNumberOfMessagesPerSecond"])
-        if not 1 <= per_second <= 500:
-            raise invalid("MaxNumberOfMessagesPerSecond must be between 1 and 500.")
+        per_second = integer(p, "MaxNumberOfMessagesPerSecond", 1, 500)
     handle = uuid.uuid4().hex
     last_seq = store.highest_seq(source)
     task: dict[str, Any] = {
@@ -162,11 +160,17 @@ def list_message_move_tasks(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
     source = ctx.name_from_arn(source_arn, "SourceArn")
     ctx.allow("read", source)
     load(source)
-    limit = int(p.get("MaxResults") or 1)
-    if not 1 <= limit <= store.KEEP_MOVE_TASKS:
-        raise invalid(f"MaxResults must be between 1 and {store.KEEP_MOVE_TASKS}.")
+    limit = integer(p, "MaxResults", 1, store.KEEP_MOVE_TASKS, 1)
     now_ms = mq.clock.now_ms()
-    return {"Results": [_reported(t, now_ms) for t in store.move_tasks(source)[:limit]]}
+    results = [_reported(t, now_ms) for t in store.move_tasks(source)[:limit]]
+    for task in results:
+        # A destination is a queue of its own: named only to a caller who may read it.
+        dest = task.get("DestinationArn")
+        if isinstance(dest, str) and not access.allowed(
+            ctx.user, "read", ctx.name_from_arn(dest, "DestinationArn")
+        ):
+            del task["DestinationArn"]
+    return {"Results": results}
 
 
 def cancel_message_move_task(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
