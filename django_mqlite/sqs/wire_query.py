@@ -68,24 +68,32 @@ def _ordered(node: Any) -> list[Any]:
         raise SQSError("InvalidParameterValue", "A list parameter is not numbered.") from None
 
 
+def _pairs(node: Any, name_key: str) -> list[tuple[str, Any]]:
+    """``X.N.Name`` / ``X.N.Value`` (or ``Key`` / ``Value``) entries as pairs; a name that
+    is not a plain value (``X.1.Name.y=...``) is refused."""
+    pairs = []
+    for item in _ordered(node):
+        if not isinstance(item, dict):
+            continue
+        name = item.get(name_key)
+        if not isinstance(name, str):
+            raise SQSError("InvalidParameterValue", f"Each entry needs a {name_key}.")
+        pairs.append((name, item.get("Value")))
+    return pairs
+
+
 def _normalize(node: dict[str, Any], op: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in node.items():
         if key in _LISTS:
             out[_LISTS[key]] = _ordered(value)
         elif key in _NAME_VALUE_MAPS:
-            items = _ordered(value)
+            pairs = _pairs(value, "Name")
             out[_NAME_VALUE_MAPS[key]] = {
-                i.get("Name"): _normalize(i["Value"], op)
-                if isinstance(i.get("Value"), dict)
-                else i.get("Value")
-                for i in items
-                if isinstance(i, dict)
+                name: _normalize(v, op) if isinstance(v, dict) else v for name, v in pairs
             }
         elif key == "Tag":
-            tags = {
-                i.get("Key"): i.get("Value", "") for i in _ordered(value) if isinstance(i, dict)
-            }
+            tags = {name: "" if v is None else v for name, v in _pairs(value, "Key")}
             out["tags" if op == "CreateQueue" else "Tags"] = tags
         elif key.endswith("BatchRequestEntry"):
             out["Entries"] = [_normalize(e, op) for e in _ordered(value) if isinstance(e, dict)]
