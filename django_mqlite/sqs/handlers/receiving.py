@@ -67,9 +67,10 @@ def _names(p: dict[str, Any], name: str) -> list[str]:
 def _system(p: dict[str, Any]) -> frozenset[str]:
     legacy = _names(p, "AttributeNames")
     system = _names(p, "MessageSystemAttributeNames")
-    for n in [*legacy, *system]:
-        if n not in (LEGACY_NAMES if n in legacy else SYSTEM_NAMES):
-            raise SQSError("InvalidAttributeName", f"Unknown Attribute {n}.")
+    for names, known in ((legacy, LEGACY_NAMES), (system, SYSTEM_NAMES)):
+        for n in names:
+            if n not in known:
+                raise SQSError("InvalidAttributeName", f"Unknown Attribute {n}.")
     return frozenset(legacy) | frozenset(system)
 
 
