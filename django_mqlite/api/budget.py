@@ -2,15 +2,18 @@
 
 A message may carry a body of up to ``MAX_BODY_BYTES`` (base64 makes it a third
 larger) and properties of up to 64 KiB, so a count cap alone would let one request
-build hundreds of megabytes. Each route adds messages until the next would pass the
-budget (one message is always returned) and marks the response ``"truncated": true``:
+build hundreds of megabytes. The budget is known before anything is claimed or loaded:
 
-- peek reads in small pages and stops at the budget;
-- receive (peek-lock) claims what was asked and hands back, unburnt, the messages that
-  do not fit (``mq.release``), so they are delivered to the next receive;
-- receive-and-delete, a receive with ``attempt_id`` and receive-deferred cannot hand
-  anything back, so they claim at most what fits even if every message were the
-  largest allowed.
+- receive and receive-deferred hand the engine a byte budget (``claim_bytes``: three
+  quarters of the response budget, room for base64's third), and the engine claims only
+  the leading messages whose stored size fits, always at least one; the rest are never
+  touched (still active, no delivery counted). The view then renders what it claimed,
+  and a peek-lock receive still hands back, unburnt, any message whose rendering came
+  out larger than its stored size allowed for (a text body full of characters JSON
+  escapes); the other receives return all they claimed rather than lose a message.
+- peek reads in small pages and stops at the budget.
+
+One message is always returned, and a cut list says ``"truncated": true``.
 """
 
 from __future__ import annotations
@@ -19,25 +22,41 @@ import json
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import django_mqlite as mq
+
 from ..conf import mqlite_settings
 
-#: Room for a message's other fields (ids, subject, properties, timestamps).
-FIELDS_ALLOWANCE = 80 * 1024
 PEEK_PAGE = 32
+#: The most a message's properties may take (the engine's admission cap), and room for
+#: its other fields: with the body cap, the largest a stored message can count for.
+PROPERTIES_ALLOWANCE = 64 * 1024
+FIELDS_ALLOWANCE = 16 * 1024
 
 
 def budget() -> int:
     return int(mqlite_settings.API_MAX_RESPONSE_BYTES)
 
 
-def worst_case() -> int:
-    """The largest one rendered message can be."""
-    return int(mqlite_settings.MAX_BODY_BYTES) * 4 // 3 + 4 + FIELDS_ALLOWANCE
+def claim_bytes() -> int:
+    """The stored bytes (bodies and properties) a receive may claim for one response."""
+    return max(1, budget() * 3 // 4)
 
 
-def safe_count(asked: int) -> int:
-    """How many messages fit the budget even if each is the largest allowed."""
-    return max(1, min(asked, budget() // worst_case()))
+def largest_stored() -> int:
+    return int(mqlite_settings.MAX_BODY_BYTES) + PROPERTIES_ALLOWANCE + FIELDS_ALLOWANCE
+
+
+def stored_size(m: mq.Received) -> int:
+    return len(m.body) + len(json.dumps(m.properties, separators=(",", ":")))
+
+
+def may_be_cut(got: list[mq.Received], asked: int) -> bool:
+    """Whether the byte budget may have stopped a claim short of ``asked``: fewer came
+    back, and what did came within one largest message of the budget (had it not, the
+    next candidate would have fitted, so there was none)."""
+    if not got or len(got) >= asked:
+        return False
+    return sum(stored_size(m) for m in got) > claim_bytes() - largest_stored()
 
 
 def size(item: dict[str, Any]) -> int:

@@ -52,10 +52,13 @@ class QueueCollector(Collector):
         self,
         using: str | None = None,
         queues: Callable[[Iterable[str]], list[str]] | None = None,
+        workers: bool = True,
     ) -> None:
         self.using = using or mqlite_settings.DATABASE
         #: Keeps the queue names the caller may see (the API's per-queue permissions).
         self.queues = queues
+        #: Whether to show the worker gauges (they span every queue).
+        self.show_workers = workers
 
     def collect(self) -> Iterator[Metric]:
         from ..models import Message, Queue, QueueTotals
@@ -131,7 +134,8 @@ class QueueCollector(Collector):
         yield rate
         yield in_flight
         yield from totals.values()
-        yield from self.workers(now)
+        if self.show_workers:
+            yield from self.workers(now)
 
     def workers(self, now: int) -> Iterator[Metric]:
         """Gauges of every worker that has not stopped (stale ones read alive 0)."""
@@ -167,10 +171,12 @@ class QueueCollector(Collector):
 
 
 def render(
-    using: str | None = None, queues: Callable[[Iterable[str]], list[str]] | None = None
+    using: str | None = None,
+    queues: Callable[[Iterable[str]], list[str]] | None = None,
+    workers: bool = True,
 ) -> bytes:
-    """The Prometheus text exposition of every queue (or of those ``queues`` keeps) and
-    of every live worker."""
+    """The Prometheus text exposition of every queue (or of those ``queues`` keeps) and,
+    with ``workers``, of every live worker."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(QueueCollector(using, queues))
+    registry.register(QueueCollector(using, queues, workers))
     return generate_latest(registry)

@@ -22,8 +22,8 @@ from typing import Any, ParamSpec, TypeVar
 
 from asgiref.sync import sync_to_async
 
-from . import core, listen, wakeup
-from .claim import receive
+from . import listen, wakeup
+from .claim import check_receive, claim
 from .inspect import peek, stats
 from .received import Received
 from .send import send, send_batch
@@ -63,22 +63,24 @@ async def areceive(
     lock_duration: float | dt.timedelta | None = None,
     mode: str = "peek_lock",
     attempt_id: str | None = None,
+    attempt_scope: str | None = None,
+    max_bytes: int | None = None,
     using: str | None = None,
 ) -> list[Received]:
     """The async twin of ``receive``. ``wait`` long-polls without blocking the event loop."""
-    wait_s = min(core.duration_ms(wait, "wait"), int(core.MAX_WAIT_S * 1000)) / 1000
-    claim = sync_to_async(
-        functools.partial(
-            receive,
-            queue,
-            max_messages=max_messages,
-            lock_duration=lock_duration,
-            mode=mode,
-            attempt_id=attempt_id,
-            using=using,
-        ),
-        thread_sensitive=True,
+    args = check_receive(
+        queue,
+        max_messages=max_messages,
+        wait=wait,
+        lock_duration=lock_duration,
+        mode=mode,
+        attempt_id=attempt_id,
+        attempt_scope=attempt_scope,
+        max_bytes=max_bytes,
+        using=using,
     )
+    wait_s = args.wait_ms / 1000
+    claim_once = sync_to_async(functools.partial(claim, args), thread_sensitive=True)
     deadline = time.monotonic() + wait_s
     delay = POLL_FIRST_S
     listening = False
@@ -86,12 +88,12 @@ async def areceive(
         # Read the generation before claiming: a send committed between this claim and
         # the wait below still wakes the wait.
         since = wakeup.generation(queue)
-        got = await claim()
+        got = await claim_once()
         remaining = deadline - time.monotonic()
         if got or remaining <= 0:
             return got
         if not listening:  # about to wait for the first time (no query: reads the vendor)
-            listen.ensure_listener(core.alias_of(using, queue))
+            listen.ensure_listener(args.alias)
             listening = True
         await wakeup.await_signal(queue, min(delay, remaining), since)
         delay = min(delay * 2, POLL_MAX_S)

@@ -8,14 +8,21 @@ Ordered lines need no probe here: a message behind a live predecessor is ``block
 and simply is not in the index. A paused queue is not claimed from at all, and a queue
 with a rate or in-flight limit gets a budget subquery in place of the LIMIT parameter
 (``limits``); a queue with neither runs exactly the statement above.
+
+A claim with a byte budget (``max_bytes``) claims only the leading candidates whose
+stored sizes (body and properties, read from the row without loading the body) fit,
+and always the first: a running sum over the picked candidates, in the same statement.
+What does not fit is never touched, so it stays active with its delivery uncounted, and
+no surface loads or renders bodies it would then have to trim. Every argument is checked
+(``check_receive``) before anything touches the database.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import json
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
@@ -23,7 +30,7 @@ from django.db.backends.utils import CursorWrapper
 
 from ..conf import mqlite_settings
 from ..exceptions import InvalidArgumentError
-from . import core, limits, wakeup
+from . import attempts, core, limits, wakeup
 from .clock import from_ms, now_ms
 from .core import QueueRow
 from .dialects import Dialect
@@ -35,13 +42,35 @@ from .types import Mode
 POLL_FIRST_S = 0.01
 POLL_MAX_S = 0.5
 
-_claim_sql: dict[tuple[str, bool, str], str] = {}
+#: What a message counts for in a byte budget beyond its body and properties: room for
+#: its other fields (ids, subject, reply-to, content type, timestamps) as a reader sees them.
+FIELDS_BYTES = 1024
 
 
-def _claim_statement(dialect: Dialect, delete: bool, limit: str = "%s") -> str:
+def fitting(dialect: Dialect, pick: str, order: str) -> str:
+    """``pick`` (a SELECT of candidate seqs) cut to the prefix, in ``order``, whose stored
+    sizes add up to at most one parameter (bytes), and never less than its first row.
+
+    The running sum runs over the candidates ``pick`` already chose (and, on PostgreSQL,
+    locked), so it costs as many rows as the claim's LIMIT, whatever the backlog."""
+    size = f"{dialect.stored_size_sql()} + {FIELDS_BYTES}"
+    sized = pick.replace("SELECT seq FROM", f"SELECT seq, priority, {size} AS size FROM", 1)
+    return (
+        f"SELECT seq FROM (SELECT seq, size, SUM(size) OVER (ORDER BY {order}) AS upto"
+        f" FROM ({sized}) AS candidates) AS running WHERE upto <= %s OR upto = size"
+    )
+
+
+_claim_sql: dict[tuple[str, bool, str, bool], str] = {}
+
+
+def _claim_statement(
+    dialect: Dialect, delete: bool, limit: str = "%s", budgeted: bool = False
+) -> str:
     """The claim. ``limit`` is the SQL of its LIMIT: a parameter, or for a queue with a
-    rate or in-flight limit the budget subquery of ``limits.budget``."""
-    key = (dialect.vendor, delete, limit)
+    rate or in-flight limit the budget subquery of ``limits.budget``; ``budgeted`` adds
+    the byte budget (one more parameter, after the pick's)."""
+    key = (dialect.vendor, delete, limit, budgeted)
     sql = _claim_sql.get(key)
     if sql is None:
         pick = (
@@ -50,6 +79,8 @@ def _claim_statement(dialect: Dialect, delete: bool, limit: str = "%s") -> str:
             " AND (expires_at IS NULL OR expires_at > %s)"
             f" ORDER BY priority DESC, seq LIMIT {limit} {dialect.lock_suffix()}"
         )
+        if budgeted:
+            pick = fitting(dialect, pick, "priority DESC, seq")
         if delete:
             sql = (
                 f"DELETE FROM mqlite_message WHERE seq IN ({pick}) "
@@ -104,7 +135,22 @@ def to_received(
     )
 
 
-def receive(
+@dataclass(frozen=True)
+class ReceiveArgs:
+    """A receive's arguments, checked: what ``check_receive`` returns and a claim takes."""
+
+    queue: str
+    max_messages: int
+    wait_ms: int
+    lock_ms: int | None
+    mode: Mode
+    attempt_key: str | None
+    worker_id: int | None
+    max_bytes: int | None
+    alias: str
+
+
+def check_receive(
     queue: str,
     *,
     max_messages: int = 1,
@@ -112,14 +158,15 @@ def receive(
     lock_duration: float | dt.timedelta | None = None,
     mode: str = "peek_lock",
     attempt_id: str | None = None,
+    attempt_scope: str | None = None,
+    max_bytes: int | None = None,
     worker_id: int | None = None,
     using: str | None = None,
-) -> list[Received]:
-    """Claim up to ``max_messages`` (≤ 256) messages in one transaction.
-
-    ``wait`` long-polls up to that many seconds (capped at 20) and returns as soon as a
-    claim finds something. No connection is held open between polls.
-    """
+) -> ReceiveArgs:
+    """Every argument of a receive checked (``InvalidArgumentError`` otherwise), before
+    anything is claimed. ``receive`` and ``areceive`` call it first; nothing about a
+    receive is validated after its claim."""
+    core.check_queue_name(queue)
     core.check_int(max_messages, "max_messages", 1, core.MAX_RECEIVE)
     wait_ms = min(core.duration_ms(wait, "wait"), int(core.MAX_WAIT_S * 1000))
     lock_ms = core.optional_lock_ms(lock_duration)
@@ -128,12 +175,60 @@ def receive(
     except ValueError:
         raise InvalidArgumentError("mode must be 'peek_lock' or 'receive_and_delete'") from None
     attempt = core.check_str(attempt_id, "attempt_id")
+    scope = core.check_str(attempt_scope, "attempt_scope", attempts.MAX_SCOPE_LEN)
+    if max_bytes is not None:
+        core.check_int(max_bytes, "max_bytes", 1, 2**62)
     core.check_worker_id(worker_id)
-    alias = core.alias_of(using, queue)
-    deadline = time.monotonic() + wait_ms / 1000
+    return ReceiveArgs(
+        queue=queue,
+        max_messages=max_messages,
+        wait_ms=wait_ms,
+        lock_ms=lock_ms,
+        mode=mode_,
+        attempt_key=None if attempt is None else attempts.key(scope, attempt),
+        worker_id=worker_id,
+        max_bytes=max_bytes,
+        alias=core.alias_of(using, queue),
+    )
+
+
+def receive(
+    queue: str,
+    *,
+    max_messages: int = 1,
+    wait: float | dt.timedelta = 0,
+    lock_duration: float | dt.timedelta | None = None,
+    mode: str = "peek_lock",
+    attempt_id: str | None = None,
+    attempt_scope: str | None = None,
+    max_bytes: int | None = None,
+    worker_id: int | None = None,
+    using: str | None = None,
+) -> list[Received]:
+    """Claim up to ``max_messages`` (≤ 256) messages in one transaction.
+
+    ``wait`` long-polls up to that many seconds (capped at 20) and returns as soon as a
+    claim finds something. No connection is held open between polls. ``max_bytes``
+    bounds the batch by the stored size of its bodies and properties (plus
+    ``FIELDS_BYTES`` a message); the first message is always claimed. ``attempt_id`` is
+    private to ``attempt_scope`` (a surface passes its caller; see ``attempts``).
+    """
+    args = check_receive(
+        queue,
+        max_messages=max_messages,
+        wait=wait,
+        lock_duration=lock_duration,
+        mode=mode,
+        attempt_id=attempt_id,
+        attempt_scope=attempt_scope,
+        max_bytes=max_bytes,
+        worker_id=worker_id,
+        using=using,
+    )
+    deadline = time.monotonic() + args.wait_ms / 1000
     delay = POLL_FIRST_S
     while True:
-        got = _receive_once(alias, queue, max_messages, lock_ms, mode_, attempt, worker_id)
+        got = claim(args)
         remaining = deadline - time.monotonic()
         if got or remaining <= 0:
             return got
@@ -142,99 +237,51 @@ def receive(
         delay = min(delay * 2, POLL_MAX_S)
 
 
-def _receive_once(
-    alias: str,
-    queue: str,
-    max_messages: int,
-    lock_ms: int | None,
-    mode: Mode,
-    attempt_id: str | None,
-    worker_id: int | None,
-) -> list[Received]:
+def claim(args: ReceiveArgs) -> list[Received]:
+    """One claim (no waiting) with checked arguments: a replay of the attempt, or up to
+    ``max_messages`` (and ``max_bytes``) of the queue's claimable messages."""
+    alias = args.alias
     cursor, dialect = core.ctx(alias)
     with transaction.atomic(using=alias):
-        q = core.load_queue(cursor, queue)
+        q = core.load_queue(cursor, args.queue)
         now = now_ms()
-        if attempt_id is not None:
-            replay = _replay_attempt(cursor, dialect, q, attempt_id, now, alias)
+        if args.attempt_key is not None:
+            replay = attempts.replay(
+                cursor, q, args.attempt_key, now, lambda r: to_received(q, r, dialect, alias)
+            )
             if replay is not None:
                 return replay
         if q.paused:
             return []
         promote_due(cursor, dialect, q.id, now)
-        delete = mode is Mode.RECEIVE_AND_DELETE
+        delete = args.mode is Mode.RECEIVE_AND_DELETE
         limit: str = "%s"
-        budget: list[int] = [max_messages]
+        budget: list[int] = [args.max_messages]
         if q.limited:
-            limit, budget = limits.budget(cursor, dialect, q, now, max_messages)
-        sql = _claim_statement(dialect, delete, limit)
+            limit, budget = limits.budget(cursor, dialect, q, now, args.max_messages)
+        if args.max_bytes is not None:
+            budget = [*budget, args.max_bytes]
+        sql = _claim_statement(dialect, delete, limit, args.max_bytes is not None)
         if delete:
             cursor.execute(sql, [q.id, now, *budget])
         else:
-            until = now + (lock_ms if lock_ms is not None else q.lock_duration_ms)
-            cursor.execute(sql, [until, worker_id, now, q.id, now, *budget])
+            lease = args.lock_ms if args.lock_ms is not None else q.lock_duration_ms
+            cursor.execute(sql, [now + lease, args.worker_id, now, q.id, now, *budget])
         rows = sorted(cursor.fetchall(), key=lambda r: (-r[9], r[0]))
         if not rows:
             return []
         limits.spend(cursor, dialect, q, now, len(rows))
-        if worker_id is not None and not delete:
-            core.touch_worker(cursor, worker_id, now)
+        if args.worker_id is not None and not delete:
+            core.touch_worker(cursor, args.worker_id, now)
         if delete:
             core.release_lines(cursor, dialect, q.id, [r[14] for r in rows])
             core.bump_totals(cursor, dialect, q.id, delivered=len(rows), completed=len(rows))
         else:
             core.bump_totals(cursor, dialect, q.id, delivered=len(rows))
-        got = [to_received(q, r, dialect, alias, worker_id) for r in rows]
-        if attempt_id is not None:
-            _record_attempt(cursor, q, attempt_id, got, now)
+        got = [to_received(q, r, dialect, alias, args.worker_id) for r in rows]
+        if args.attempt_key is not None:
+            attempts.record(cursor, q, args.attempt_key, got, now)
         return got
-
-
-def _record_attempt(
-    cursor: CursorWrapper, q: QueueRow, attempt_id: str, got: list[Received], now: int
-) -> None:
-    items = [[m.seq, m.lock_token] for m in got]
-    cursor.execute(
-        "INSERT INTO mqlite_attempt (queue_id, attempt_id, items, expires_at) "
-        "VALUES (%s, %s, %s, %s) ON CONFLICT (queue_id, attempt_id) DO UPDATE SET "
-        "items = excluded.items, expires_at = excluded.expires_at",
-        [q.id, attempt_id, json.dumps(items), now + int(mqlite_settings.RECEIPT_TTL * 1000)],
-    )
-
-
-def _replay_attempt(
-    cursor: CursorWrapper,
-    dialect: Dialect,
-    q: QueueRow,
-    attempt_id: str,
-    now: int,
-    alias: str,
-) -> list[Received] | None:
-    """The batch an earlier call with this attempt_id claimed, if it is still live."""
-    cursor.execute(
-        "SELECT items FROM mqlite_attempt WHERE queue_id = %s AND attempt_id = %s "
-        "AND expires_at > %s",
-        [q.id, attempt_id, now],
-    )
-    row = cursor.fetchone()
-    if row is None:
-        return None
-    items = json.loads(row[0])
-    if not items:
-        return []
-    by_seq = {seq: token for seq, token in items}
-    cursor.execute(
-        f"SELECT {core.MESSAGE_COLUMNS} FROM mqlite_message WHERE queue_id = %s "
-        f"AND seq IN ({core.placeholders(len(by_seq))})",
-        [q.id, *by_seq],
-    )
-    out = []
-    for r in cursor.fetchall():
-        m = to_received(q, r, dialect, alias)
-        if m.lock_token is not None and m.lock_token == by_seq.get(m.seq):
-            out.append(m)
-    out.sort(key=lambda m: (-m.priority, m.seq))
-    return out
 
 
 def receive_deferred(
@@ -242,13 +289,18 @@ def receive_deferred(
     seqs: Sequence[int],
     *,
     lock_duration: float | dt.timedelta | None = None,
+    max_bytes: int | None = None,
     using: str | None = None,
 ) -> list[Received]:
-    """Claim deferred messages by seq. Seqs that are not deferred are skipped."""
+    """Claim deferred messages by seq. Seqs that are not deferred are skipped;
+    ``max_bytes`` claims only the leading (lowest-seq) ones that fit, as ``receive``."""
     if not isinstance(seqs, list | tuple) or len(seqs) > core.MAX_RECEIVE:
         raise InvalidArgumentError(f"seqs must be a list of at most {core.MAX_RECEIVE} seqs")
     wanted = sorted({core.check_seq(s) for s in seqs})
     lock_ms = core.optional_lock_ms(lock_duration)
+    if max_bytes is not None:
+        core.check_int(max_bytes, "max_bytes", 1, 2**62)
+    core.check_queue_name(queue)
     if not wanted:
         return []
     alias = core.alias_of(using, queue)
@@ -263,14 +315,19 @@ def receive_deferred(
         budget: list[int] = [len(wanted)]
         if q.limited:
             limit, budget = limits.budget(cursor, dialect, q, now, len(wanted))
+        pick = (
+            "SELECT seq FROM mqlite_message WHERE queue_id = %s AND state = 'deferred' "
+            f" AND seq IN ({core.placeholders(len(wanted))}) "
+            " AND (expires_at IS NULL OR expires_at > %s) "
+            f" ORDER BY seq LIMIT {limit} {dialect.lock_suffix()}"
+        )
+        if max_bytes is not None:
+            pick = fitting(dialect, pick, "seq")
+            budget = [*budget, max_bytes]
         cursor.execute(
             "UPDATE mqlite_message SET state = 'locked', "
             f"lock_token = {dialect.new_token_sql()}, locked_until = %s, visible_at = %s, "
-            "delivery_count = delivery_count + 1 WHERE seq IN ("
-            " SELECT seq FROM mqlite_message WHERE queue_id = %s AND state = 'deferred' "
-            f" AND seq IN ({core.placeholders(len(wanted))}) "
-            " AND (expires_at IS NULL OR expires_at > %s) "
-            f" ORDER BY seq LIMIT {limit} {dialect.lock_suffix()}) "
+            f"delivery_count = delivery_count + 1 WHERE seq IN ({pick}) "
             f"RETURNING {core.MESSAGE_COLUMNS}",
             [until, now, q.id, *wanted, now, *budget],
         )

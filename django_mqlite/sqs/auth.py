@@ -4,7 +4,14 @@ The canonical request is rebuilt from the raw request (method, path, query, the 
 headers exactly as sent, the SHA-256 of the body), signed with the key derived from the
 secret of the access key the request names, and compared in constant time. Requests
 whose ``X-Amz-Date`` is further than the allowed skew from now are refused, so a
-captured request cannot be replayed later.
+captured request cannot be replayed later, and the credential scope's date must be the
+day of ``X-Amz-Date``.
+
+The signature must cover what decides the request: ``host`` and ``x-amz-date`` always,
+and ``x-amz-target`` whenever the request carries one (the JSON protocol names its
+action there, outside the signed body: unsigned, a captured GetQueueAttributes could be
+replayed as PurgeQueue). The query protocol's action is in the body, which the payload
+hash covers.
 """
 
 from __future__ import annotations
@@ -24,6 +31,8 @@ from ..conf import mqlite_settings
 from .errors import SQSError
 
 ALGORITHM = "AWS4-HMAC-SHA256"
+#: Headers every signature must cover.
+REQUIRED_SIGNED = ("host", "x-amz-date")
 _AUTH_RE = re.compile(
     r"^AWS4-HMAC-SHA256\s+Credential=([^,\s]+)\s*,\s*SignedHeaders=([^,\s]+)\s*,"
     r"\s*Signature=([0-9a-f]{64})\s*$"
@@ -119,6 +128,14 @@ def signature(secret: str, scope: list[str], amz_date: str, canonical: str) -> s
     return hmac.new(key, to_sign.encode("utf-8"), hashlib.sha256).hexdigest()
 
 
+def _covers(request: HttpRequest, signed: list[str]) -> bool:
+    """Whether the signed headers include every header that decides the request."""
+    required = list(REQUIRED_SIGNED)
+    if "HTTP_X_AMZ_TARGET" in request.META:
+        required.append("x-amz-target")
+    return all(h in signed for h in required)
+
+
 def verify(request: HttpRequest, body: bytes) -> Caller:
     """The caller of a correctly signed, fresh request; ``SQSError`` (403) otherwise."""
     auth = request.META.get("HTTP_AUTHORIZATION", "")
@@ -140,9 +157,15 @@ def verify(request: HttpRequest, body: bytes) -> Caller:
         raise _denied("IncompleteSignature", "X-Amz-Date is missing or malformed.") from None
     if abs(time.time() - signed_at.timestamp()) > float(setting("MAX_CLOCK_SKEW")):
         raise _denied("SignatureDoesNotMatch", "Signature expired: the request time is too skewed.")
+    if scope[0] != amz_date[:8]:
+        raise _denied("SignatureDoesNotMatch", "The credential scope's date is not X-Amz-Date's.")
     signed = signed_list.split(";")
-    if scope[0] != amz_date[:8] or "host" not in signed or signed != sorted(signed):
-        raise _denied("SignatureDoesNotMatch", "The credential scope or signed headers are wrong.")
+    if signed != sorted(set(signed)) or not _covers(request, signed):
+        raise _denied(
+            "SignatureDoesNotMatch",
+            "The signed headers must be sorted and include host, x-amz-date and, when "
+            "present, x-amz-target.",
+        )
     expected = signature(secret, scope, amz_date, canonical_request(request, signed, body))
     if not hmac.compare_digest(expected, given):
         raise _denied(

@@ -9,7 +9,7 @@ from django.db import transaction
 
 import django_mqlite as mq
 
-from ..models import SQSQueue
+from ..models import Message, SQSQueue
 
 KEEP_MOVE_TASKS = 10
 
@@ -66,6 +66,19 @@ def save(name: str, **fields: Any) -> None:
     if "attributes" in fields:
         row.modified_at = now
     row.save()
+
+
+def highest_seq(name: str) -> int:
+    """The highest seq of any message on the database of queue ``name`` now (0 when
+    there is none; a seek of the primary key). Seqs only grow, so every message created
+    later, a moved one included, has a higher seq (``handlers.moves``)."""
+    found = (
+        Message.objects.using(mq.database_of(name))
+        .order_by("-seq")
+        .values_list("seq", flat=True)
+        .first()
+    )
+    return int(found or 0)
 
 
 def move_tasks(name: str) -> list[dict[str, Any]]:

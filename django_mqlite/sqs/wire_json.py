@@ -19,7 +19,8 @@ def parse(request: HttpRequest, body: bytes) -> tuple[str, dict[str, Any]]:
         raise SQSError("InvalidAction", "The X-Amz-Target header does not name an SQS action.")
     try:
         params = json.loads(body or b"{}")
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        # RecursionError: nested deeper than the parser can follow (e.g. 100k brackets).
         raise SQSError("SerializationException", "The request body is not valid JSON.") from None
     if not isinstance(params, dict):
         raise SQSError("SerializationException", "The request body must be a JSON object.")

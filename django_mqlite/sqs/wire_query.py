@@ -31,6 +31,11 @@ _NAME_VALUE_MAPS = {
     "MessageAttribute": "MessageAttributes",
     "MessageSystemAttribute": "MessageSystemAttributes",
 }
+#: The deepest dotted parameter name the protocol uses is
+#: ``SendMessageBatchRequestEntry.1.MessageAttribute.1.Value.StringListValue.1``; far
+#: deeper names, or more parameters than any request needs, are refused as such.
+MAX_KEY_PARTS = 12
+MAX_FIELDS = 4000
 _ENTRY_NAMES = {
     "SendMessageBatch": "SendMessageBatchResultEntry",
     "DeleteMessageBatch": "DeleteMessageBatchResultEntry",
@@ -42,7 +47,9 @@ def _tree(pairs: list[tuple[str, str]]) -> dict[str, Any]:
     root: dict[str, Any] = {}
     for key, value in pairs:
         node = root
-        parts = key.split(".")
+        parts = key.split(".", MAX_KEY_PARTS)
+        if len(parts) > MAX_KEY_PARTS:
+            raise SQSError("InvalidParameterValue", f"Parameter {key[:80]}... is too deep.")
         for part in parts[:-1]:
             child = node.setdefault(part, {})
             if not isinstance(child, dict):
@@ -61,24 +68,32 @@ def _ordered(node: Any) -> list[Any]:
         raise SQSError("InvalidParameterValue", "A list parameter is not numbered.") from None
 
 
+def _pairs(node: Any, name_key: str) -> list[tuple[str, Any]]:
+    """``X.N.Name`` / ``X.N.Value`` (or ``Key`` / ``Value``) entries as pairs; a name that
+    is not a plain value (``X.1.Name.y=...``) is refused."""
+    pairs = []
+    for item in _ordered(node):
+        if not isinstance(item, dict):
+            continue
+        name = item.get(name_key)
+        if not isinstance(name, str):
+            raise SQSError("InvalidParameterValue", f"Each entry needs a {name_key}.")
+        pairs.append((name, item.get("Value")))
+    return pairs
+
+
 def _normalize(node: dict[str, Any], op: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in node.items():
         if key in _LISTS:
             out[_LISTS[key]] = _ordered(value)
         elif key in _NAME_VALUE_MAPS:
-            items = _ordered(value)
+            pairs = _pairs(value, "Name")
             out[_NAME_VALUE_MAPS[key]] = {
-                i.get("Name"): _normalize(i["Value"], op)
-                if isinstance(i.get("Value"), dict)
-                else i.get("Value")
-                for i in items
-                if isinstance(i, dict)
+                name: _normalize(v, op) if isinstance(v, dict) else v for name, v in pairs
             }
         elif key == "Tag":
-            tags = {
-                i.get("Key"): i.get("Value", "") for i in _ordered(value) if isinstance(i, dict)
-            }
+            tags = {name: "" if v is None else v for name, v in _pairs(value, "Key")}
             out["tags" if op == "CreateQueue" else "Tags"] = tags
         elif key.endswith("BatchRequestEntry"):
             out["Entries"] = [_normalize(e, op) for e in _ordered(value) if isinstance(e, dict)]
@@ -91,10 +106,14 @@ def _normalize(node: dict[str, Any], op: str) -> dict[str, Any]:
 
 def parse(request: HttpRequest, body: bytes) -> tuple[str, dict[str, Any]]:
     try:
-        pairs = parse_qsl(body.decode("utf-8"), keep_blank_values=True)
+        pairs = parse_qsl(body.decode("utf-8"), keep_blank_values=True, max_num_fields=MAX_FIELDS)
+        pairs += parse_qsl(
+            request.META.get("QUERY_STRING", ""), keep_blank_values=True, max_num_fields=MAX_FIELDS
+        )
     except UnicodeDecodeError:
         raise SQSError("InvalidParameterValue", "The request body is not UTF-8.") from None
-    pairs += parse_qsl(request.META.get("QUERY_STRING", ""), keep_blank_values=True)
+    except ValueError:  # max_num_fields
+        raise SQSError("InvalidParameterValue", "The request has too many parameters.") from None
     params = dict(pairs)
     op = params.pop("Action", "")
     if not op:

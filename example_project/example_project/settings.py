@@ -4,8 +4,11 @@ variant: set ``EXAMPLE_DB=postgres`` (and PGHOST/PGUSER/PGDATABASE as needed).
 Safe to copy: ``DEBUG`` is off unless ``DJANGO_DEBUG=1``; outside ``DEBUG`` it refuses to
 start without ``DJANGO_SECRET_KEY``; ``ALLOWED_HOSTS`` comes from
 ``DJANGO_ALLOWED_HOSTS`` (comma-separated); ``DJANGO_HTTPS=1`` turns on the settings
-that need HTTPS (secure cookies, HSTS, redirect), so ``manage.py check --deploy`` is
-clean. To try it locally: ``DJANGO_DEBUG=1 python manage.py demo``.
+that need HTTPS (secure cookies, redirect, and HSTS for a year with subdomains and
+preload, each loosened only by its own variable: ``DJANGO_HSTS_SECONDS``,
+``DJANGO_HSTS_INCLUDE_SUBDOMAINS=0``, ``DJANGO_HSTS_PRELOAD=0``), so
+``manage.py check --deploy`` is clean. To try it locally:
+``DJANGO_DEBUG=1 python manage.py demo``.
 """
 
 from __future__ import annotations
@@ -32,7 +35,12 @@ if os.environ.get("DJANGO_HTTPS", "") == "1":
     SECURE_SSL_REDIRECT = True
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
-    SECURE_HSTS_SECONDS = 3600
+    # Secure by default: a year (what browsers' preload lists ask for), subdomains
+    # included, preload allowed. A site that serves some subdomain over plain HTTP, or is
+    # not ready to commit for a year, says so with these variables.
+    SECURE_HSTS_SECONDS = int(os.environ.get("DJANGO_HSTS_SECONDS", "31536000"))
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = os.environ.get("DJANGO_HSTS_INCLUDE_SUBDOMAINS", "1") == "1"
+    SECURE_HSTS_PRELOAD = os.environ.get("DJANGO_HSTS_PRELOAD", "1") == "1"
     # Behind a TLS-terminating proxy that sets this header (and strips it from clients).
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 X_FRAME_OPTIONS = "DENY"

@@ -16,6 +16,7 @@ from rest_framework.authtoken.models import Token
 
 import django_mqlite as mq
 
+from ..invariants import assert_stats_invariants
 from .conftest import grant
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -98,6 +99,24 @@ HOSTILE: list[tuple[Any, ...]] = [
     # 12: bounded responses
     ("ops", "get", "queues/big/messages/?limit=1000", None),
     ("ops", "post", "queues/big/receive/", {"max_messages": 256}),
+    # one-core review, item 6: nothing validated after a claim (the big queue is
+    # untouched by these, checked below)
+    ("ops", "post", "queues/big/receive/", {"max_messages": "All"}),
+    ("ops", "post", "queues/big/receive/", {"max_messages": [1]}),
+    ("ops", "post", "queues/big/receive/", {"mode": "both"}),
+    ("ops", "post", "queues/big/receive/", {"attempt_id": 5}),
+    ("ops", "post", "queues/big/receive/", {"attempt_id": "x" * 129}),
+    ("ops", "post", "queues/big/receive/", {"wait": -1}),
+    ("ops", "post", "queues/big/receive/", {"lock_duration": "soon"}),
+    ("ops", "post", "queues/big/receive-deferred/", {"seqs": "All"}),
+    ("ops", "post", "queues/big/receive-deferred/", {"seqs": [1], "lock_duration": -1}),
+    # item 9: attempt ids are the caller's (sender may not receive: refused anyway)
+    ("ops", "post", "queues/ledger/receive/", {"attempt_id": "shared", "max_messages": 2}),
+    ("consumer", "post", "queues/ledger/receive/", {"attempt_id": "shared", "max_messages": 2}),
+    # item 10: 256 x 1 MiB asked for; only what fits is claimed (checked below)
+    ("ops", "post", "queues/big/receive/", {"max_messages": 256, "wait": 0}),
+    # item 12: metrics and stats for a user without permission
+    ("nobody", "get", "stats/", None),
     # 13: a long-poll that finds nothing
     ("ops", "post", "queues/empty/receive/", {"wait": 1}),
     # garbage of every other kind
@@ -124,8 +143,11 @@ def server(live_server: Any) -> Iterator[dict[str, dict[str, str]]]:
 
     sender = User.objects.create_user("sender")
     sender.user_permissions.add(*_perms("send_queue"))
+    consumer = User.objects.create_user("consumer")
+    consumer.user_permissions.add(*_perms("consume_queue"))
     yield {
         "ops": token(grant(User.objects.create_user("ops"))),
+        "consumer": token(consumer),
         "nobody": token(User.objects.create_user("nobody")),
         "sender": token(sender),
         "anonymous": {},
@@ -159,6 +181,7 @@ def test_hostile_requests_get_4xx_json_and_lose_nothing(server: dict[str, Any]) 
     seqs = _seed()
     base = server["url"]["base"]
     answers = []
+    returned: dict[str, list[list[dict[str, Any]]]] = {}
     for who, method, path, body, *ctype in HOSTILE:
         headers = dict(server[who])
         data = body if isinstance(body, bytes) else None if body is None else json.dumps(body)
@@ -166,6 +189,8 @@ def test_hostile_requests_get_4xx_json_and_lose_nothing(server: dict[str, Any]) 
             headers["Content-Type"] = ctype[0] if ctype else "application/json"
         r = requests.request(method, base + path, data=data, headers=headers, timeout=30)
         answers.append((who, method, path, r.status_code))
+        if path.startswith(("queues/big/receive", "queues/ledger/receive")) and r.ok:
+            returned.setdefault(path.split("/")[1], []).append(r.json()["messages"])
         assert r.status_code < 500, (who, method, path, r.text[:300])
         if path != "metrics/" or r.status_code >= 400:
             assert "json" in r.headers["Content-Type"], (path, r.text[:200])
@@ -175,6 +200,17 @@ def test_hostile_requests_get_4xx_json_and_lose_nothing(server: dict[str, Any]) 
     assert ("nobody", "post", f"queues/{LEDGER}/purge/") in refused
     assert ("ops", "post", "queues/tasks/messages/") in refused
     assert ("sender", "post", "queues/scratch/redrive/") in refused
+    assert ("nobody", "get", "metrics/") in refused
+    # Item 6: no bad receive claimed anything; item 10: nothing claimed beyond what a
+    # response carried (1 MiB bodies, 256 asked for twice, 8 MiB a response).
+    big = [m for batch in returned.get("big", []) for m in batch]
+    assert len(returned["big"]) == 2 and all(1 <= len(b) <= 7 for b in returned["big"])
+    assert mq.stats("big").totals["delivered"] == len(big)
+    assert mq.stats("big").counts["locked"] == len(big)
+    # Item 9: the consumer's "shared" attempt is its own, not ops' batch.
+    ops_batch, consumer_batch = returned["ledger"][-2:]
+    assert {m["seq"] for m in ops_batch}.isdisjoint({m["seq"] for m in consumer_batch})
+    assert_stats_invariants()
     # The ledger: every message is still there, in one state, and drains exactly once.
     assert sorted(p.seq for p in mq.peek(LEDGER, limit=1000)) == seqs
     assert mq.get_queue(LEDGER).max_delivery_count == 5

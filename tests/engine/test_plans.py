@@ -101,6 +101,11 @@ def test_claim_seeks_the_claim_index_behind_a_blocked_group(backlog: None) -> No
     )
 
 
+def test_a_claim_with_a_byte_budget_still_seeks_the_claim_index(backlog: None) -> None:
+    mq.send_batch("big", [mq.OutMessage(b"y" * 1000) for _ in range(40)])
+    assert_seeks(lambda: mq.receive("big", max_messages=32, max_bytes=20_000), "mqlite_msg_claim")
+
+
 def test_send_and_settle_in_a_line_seek_the_line_index(backlog: None) -> None:
     assert_seeks(lambda: mq.send("big", b"x", group_id="blocked"), "mqlite_msg_line")
     (head,) = mq.peek("big", state="locked", limit=1)
@@ -133,8 +138,24 @@ def test_reaper_passes_seek_their_partial_indexes(backlog: None) -> None:
 def test_operator_reads_and_purge_use_the_state_index(backlog: None) -> None:
     assert_seeks(lambda: mq.peek("big", state="dead_lettered"), "mqlite_msg_state")
     assert_seeks(lambda: mq.purge("big"), "mqlite_msg_state")
-    # mq.stats() counts every row of the queue: O(rows in the queue) by nature, so it is
-    # not pinned here; the admin uses estimates instead (see docs/admin.md).
+    # mq.stats() counts the queue's rows exactly: pinned to the index alone below; the
+    # admin and metrics use capped counts or estimates instead (see docs/admin.md).
+
+
+def test_stats_count_a_queue_from_the_state_index(backlog: None) -> None:
+    """The exact depth per state of a queue reads that queue's entries of
+    ``mqlite_msg_state`` (SQLite: the covering index alone), never the whole table: the
+    stats of a small queue cost nothing for a deep one beside it."""
+    mq.create_queue("tiny")
+    mq.send_batch("tiny", [mq.OutMessage(b"t") for _ in range(5)])
+    with connection.cursor() as c:
+        c.execute("ANALYZE")
+    (count,) = [s for s in message_statements(lambda: mq.stats("tiny")) if "count(" in s]
+    plan = explain(count)
+    assert full_scans(plan) == [], plan
+    assert "mqlite_msg_state" in plan, plan
+    if connection.vendor == "sqlite":
+        assert "COVERING INDEX mqlite_msg_state" in plan, plan
 
 
 def test_a_claim_without_limits_is_the_plain_statement(backlog: None) -> None:

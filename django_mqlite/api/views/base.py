@@ -3,7 +3,6 @@ defaults), the bounded JSON parser, JSON out, and the API's own exception handle
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
@@ -116,28 +115,32 @@ class MQView(APIView):
 
     # -- per-queue decisions beyond the route's own queue ---------------------------------
 
-    def queue_allowed(self, action: str, queue: str) -> bool:
-        """Whether every permission class that decides per queue allows ``action``."""
+    def queue_allowed(self, action: str, queue: str | None) -> bool:
+        """Whether every permission class that decides per queue allows ``action``
+        (``queue=None``: across queues, the model permission alone)."""
         for permission in self.get_permissions():
             decide = getattr(permission, "has_queue_permission", None)
             if decide is not None and not decide(self.request, action, queue):
                 return False
         return True
 
-    def require_queue(self, action: str, queue: str) -> None:
+    def require_queue(self, action: str, queue: str | None) -> None:
         if not self.queue_allowed(action, queue):
-            raise PermissionDenied(f"you may not {action} queue {queue!r}")
+            what = "every queue" if queue is None else f"queue {queue!r}"
+            raise PermissionDenied(f"you may not {action} {what}")
 
     def visible(self, names: Iterable[str]) -> list[str]:
         """The queues among ``names`` this user may read, for listings."""
         return [n for n in names if self.queue_allowed("read", n)]
 
-    def caller_scoped(self, key: str) -> str:
-        """``key`` (e.g. a receive attempt id) made private to the calling user, so
-        another user repeating it never gets this caller's messages or tokens."""
+    def attempt_scope(self) -> str:
+        """Whose receive attempt ids these are (``mq.receive(attempt_scope=...)``): the
+        calling user, so another user repeating an id never gets this caller's
+        messages or tokens, and a Python caller's ids never meet an HTTP caller's."""
         user = getattr(self.request, "user", None)
-        who = f"user:{user.pk}" if user is not None and user.is_authenticated else "anonymous"
-        return hashlib.sha256(f"{who}\x00{key}".encode()).hexdigest()
+        if user is not None and user.is_authenticated:
+            return f"http:user:{user.pk}"
+        return "http:anonymous"
 
     def get_exception_handler(self) -> Callable[..., Any]:
         return exception_handler

@@ -122,20 +122,24 @@ class ReceiveView(MQView):
         options = self.body(s.ReceiveRequestSerializer)
         wait = options.pop("wait", 0)
         asked = options.get("max_messages", 1)
-        can_release = options.get("mode", "peek_lock") == "peek_lock" and not options.get(
+        releasable = options.get("mode", "peek_lock") == "peek_lock" and not options.get(
             "attempt_id"
         )
-        if options.get("attempt_id"):
-            options["attempt_id"] = self.caller_scoped(options["attempt_id"])
-        if not can_release:
-            options["max_messages"] = budget.safe_count(asked)
-        got = longpoll.receive(name, wait=wait, **options)
-        items, left = budget.fill(rendered(got))
-        if left:  # what does not fit goes back, its delivery not counted
+        got = longpoll.receive(
+            name,
+            wait=wait,
+            max_bytes=budget.claim_bytes(),
+            attempt_scope=self.attempt_scope(),
+            **options,
+        )
+        items = rendered(got)
+        left = 0
+        if releasable:
+            items, left = budget.fill(items)
+        if left:  # rendered larger than stored: what does not fit goes back, uncounted
             rest = got[len(items) :]
             mq.release(name, [(m.seq, m.lock_token or "") for m in rest])
-        capped = options.get("max_messages", 1) < asked and len(got) == options["max_messages"]
-        return messages_response(items, bool(left) or capped)
+        return messages_response(items, bool(left) or budget.may_be_cut(got, asked))
 
 
 class ReceiveDeferredView(MQView):
@@ -151,10 +155,8 @@ class ReceiveDeferredView(MQView):
         seqs = options.pop("seqs")
         if not seqs:
             return messages_response(no_items(name))
-        # Claimed messages cannot go back to deferred: claim only what surely fits.
-        fits = budget.safe_count(len(seqs))
-        got = mq.receive_deferred(name, seqs[:fits], **options)
-        return messages_response(rendered(got), fits < len(seqs))
+        got = mq.receive_deferred(name, seqs, max_bytes=budget.claim_bytes(), **options)
+        return messages_response(rendered(got), budget.may_be_cut(got, len(set(seqs))))
 
 
 class SettleView(MQView):

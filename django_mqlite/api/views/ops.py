@@ -100,7 +100,14 @@ class MetricsView(MQView):
         responses={(200, "text/plain"): OpenApiTypes.STR, **errors()},
     )
     def get(self, request: Request) -> HttpResponse:
-        return HttpResponse(metrics.render(queues=self.visible), content_type=CONTENT_TYPE_LATEST)
+        # Queue series for the queues the user may view; the worker gauges (hosts, pids,
+        # counters of every queue) only with the view permission across queues. A user
+        # who may view nothing is refused, as on every other route.
+        everywhere = self.queue_allowed("read", None)
+        if not everywhere and not self.visible(q.name for q in mq.list_queues()):
+            raise PermissionDenied("you may not read the metrics of any queue")
+        body = metrics.render(queues=self.visible, workers=everywhere)
+        return HttpResponse(body, content_type=CONTENT_TYPE_LATEST)
 
 
 class SchemaView(MQView):

@@ -45,6 +45,12 @@ class Dialect:
         """Appended to a claim's inner SELECT."""
         return ""
 
+    def stored_size_sql(self) -> str:
+        """Bytes a message row's body and properties take, read without loading the
+        body (SQLite's ``length()`` of a blob and PostgreSQL's ``octet_length()`` of a
+        bytea read only the value's header)."""
+        return "length(body) + COALESCE(length(properties), 0)"
+
     def json_param(self) -> str:
         """Placeholder for a JSON document passed as text."""
         return "%s"

@@ -24,6 +24,9 @@ class PostgreSQLDialect(Dialect):
     def lock_suffix(self) -> str:
         return "FOR UPDATE SKIP LOCKED"
 
+    def stored_size_sql(self) -> str:
+        return "octet_length(body) + COALESCE(octet_length(properties::text), 0)"
+
     def json_param(self) -> str:
         return "%s::jsonb"
 

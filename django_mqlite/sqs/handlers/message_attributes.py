@@ -25,7 +25,9 @@ _TYPE_RE = re.compile(r"^(String|Number|Binary)(\..{1,240})?$")
 _VALUE_KEYS = ("StringValue", "BinaryValue", "StringListValues", "BinaryListValues")
 
 
-def _check_name(name: str) -> None:
+def _check_name(name: object) -> None:
+    if not isinstance(name, str):
+        raise invalid("Message attribute names must be strings.")
     lowered = name.lower()
     if (
         not _NAME_RE.match(name)
@@ -76,8 +78,16 @@ def _check_value(name: str, value: Any) -> dict[str, Any]:
         raise invalid(f"The message attribute '{name}' must contain a non-empty value.")
     if base == "Number":
         try:
-            Decimal(raw)
+            number = Decimal(raw)
         except InvalidOperation:
+            number = None
+        # SQS numbers: finite, at most 38 digits, from 10^-128 to 10^+126.
+        if (
+            number is None
+            or not number.is_finite()
+            or len(raw) > 256
+            or (number and not -128 <= number.adjusted() <= 126)
+        ):
             raise invalid(
                 f"Can't cast the value of message attribute '{name}' to a number."
             ) from None

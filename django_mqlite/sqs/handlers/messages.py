@@ -10,10 +10,10 @@ import django_mqlite as mq
 
 from ...tasks.front import remote_message
 from .. import md5, receipts
-from ..context import Context, integer, strings, text
+from ..context import Context, integer, text
 from ..errors import SQSError, from_mqlite, invalid, missing
 from ..store import QueueInfo
-from . import batches
+from . import batches, receiving
 from . import message_attributes as ma
 
 # Characters SQS accepts in a body: #x9 | #xA | #xD | #x20-#xD7FF | #xE000-#xFFFD | #x10000+.
@@ -133,18 +133,16 @@ def send_message_batch(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
 
 def receive_message(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
     info = ctx.queue(p, "receive")
-    count = integer(p, "MaxNumberOfMessages", 1, 10, 1)
-    wait = integer(p, "WaitTimeSeconds", 0, 20, info.number("ReceiveMessageWaitTimeSeconds"))
-    visibility: int | None = None
-    if p.get("VisibilityTimeout") not in (None, ""):
-        visibility = integer(p, "VisibilityTimeout", 0, 43200)
-    attempt = text(p, "ReceiveRequestAttemptId")
-    if len(attempt) > 128:
-        raise invalid("ReceiveRequestAttemptId is at most 128 characters.")
-    zero = visibility == 0 or (visibility is None and info.queue.lock_duration < 1)
-    lease = _ZERO_VISIBILITY_LEASE_S if zero else visibility
+    ask = receiving.parse(info, p)  # every argument, before anything is claimed
+    zero = ask.visibility == 0 or (ask.visibility is None and info.queue.lock_duration < 1)
     got = mq.receive(
-        info.name, max_messages=count, wait=wait, lock_duration=lease, attempt_id=attempt or None
+        info.name,
+        max_messages=ask.count,
+        wait=ask.wait,
+        lock_duration=_ZERO_VISIBILITY_LEASE_S if zero else ask.visibility,
+        attempt_id=ask.attempt_id,
+        attempt_scope=receiving.attempt_scope(ctx),
+        max_bytes=receiving.max_bytes(),
     )
     if zero:
         # Visible again at once: the receive still counts towards maxReceiveCount.
@@ -154,10 +152,8 @@ def receive_message(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
                 mq.abandon(info.name, m.seq, m.lock_token)
             except mq.LockLostError:
                 pass
-    system = [*strings(p, "AttributeNames"), *strings(p, "MessageSystemAttributeNames")]
-    wanted = strings(p, "MessageAttributeNames")
     now_ms = mq.clock.now_ms()
-    out = [_received(ctx, info, m, system, wanted, now_ms) for m in got]
+    out = [_received(ctx, info, m, ask.system, ask.attributes, now_ms) for m in got]
     return {"Messages": out} if out else {}
 
 
@@ -165,7 +161,7 @@ def _received(
     ctx: Context,
     info: QueueInfo,
     m: mq.Received,
-    system: list[str],
+    system: frozenset[str],
     wanted: list[str],
     now_ms: int,
 ) -> dict[str, Any]:

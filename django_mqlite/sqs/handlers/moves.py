@@ -7,6 +7,12 @@ stays where it was. Tasks are recorded on the dead-letter queue (the last ten); 
 checks its record before every chunk, so CancelMessageMoveTask from any process stops
 it, and a task whose record has not moved for a minute is reported as failed (its
 process stopped).
+
+A task never moves a message twice. It moves only the messages that were in the
+dead-letter queue when it started (seq at most the highest seq there then): a moved
+message is a new message with a higher seq, so one that dead-letters back into the
+source while the task runs is handed back untouched (its delivery uncounted) and left
+for a later task. The destination is never the source itself.
 """
 
 from __future__ import annotations
@@ -20,8 +26,8 @@ from django.db import close_old_connections, connections, transaction
 
 import django_mqlite as mq
 
-from .. import store
-from ..context import Context, load, text
+from .. import access, store
+from ..context import Context, integer, load, text
 from ..errors import SQSError, invalid
 
 CHUNK = 100
@@ -45,29 +51,35 @@ def _resend(m: mq.Received, dest: mq.Queue) -> mq.OutMessage:
     )
 
 
-def _move_chunk(source: str, dest: mq.Queue, size: int) -> int:
+def _move_chunk(source: str, dest: mq.Queue, size: int, last_seq: int) -> int | None:
+    """Move up to ``size`` messages with seqs up to ``last_seq``; None when none is left."""
     got = mq.receive(source, max_messages=size, lock_duration=300)
-    if not got:
-        return 0
+    late = [m for m in got if m.seq > last_seq]
+    if late:  # arrived after the task started (a moved message among them): not ours
+        mq.release(source, [(m.seq, m.lock_token or "") for m in late])
+    ours = [m for m in got if m.seq <= last_seq]
+    if not ours:
+        return None
     with transaction.atomic():
-        mq.send_batch(dest.name, [_resend(m, dest) for m in got])
-        done = mq.complete_batch(source, [(m.seq, m.lock_token or "") for m in got])
+        mq.send_batch(dest.name, [_resend(m, dest) for m in ours])
+        done = mq.complete_batch(source, [(m.seq, m.lock_token or "") for m in ours])
     return sum(done)
 
 
-def run(source: str, dest: mq.Queue, handle: str, per_second: int | None) -> None:
-    """Move until the source is empty or the task is cancelled (the task's thread)."""
+def run(source: str, dest: mq.Queue, handle: str, per_second: int | None, last_seq: int) -> None:
+    """Move until no message of the source older than the task is left, or the task is
+    cancelled (the task's thread)."""
     size = min(CHUNK, per_second or CHUNK)
     moved = 0
     status, reason = "COMPLETED", None
     try:
         while store.move_task_status(source, handle) == "RUNNING":
             started = time.monotonic()
-            n = _move_chunk(source, dest, size)
+            n = _move_chunk(source, dest, size, last_seq)
+            if n is None:
+                break
             moved += n
             store.update_move_task(source, handle, ApproximateNumberOfMessagesMoved=moved)
-            if n == 0:
-                break
             if per_second:
                 time.sleep(max(0.0, n / per_second - (time.monotonic() - started)))
         else:
@@ -97,14 +109,15 @@ def start_message_move_task(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
         dest_name = feeders[0]
     else:
         raise invalid("Several queues dead-letter into this one: give a DestinationArn.")
+    if dest_name == source:
+        raise invalid("The destination of a message move task cannot be its source queue.")
     ctx.allow("send", dest_name)
     dest = load(dest_name).queue
     per_second = None
     if p.get("MaxNumberOfMessagesPerSecond") not in (None, ""):
-        per_second = int(p["MaxNumberOfMessagesPerSecond"])
-        if not 1 <= per_second <= 500:
-            raise invalid("MaxNumberOfMessagesPerSecond must be between 1 and 500.")
+        per_second = integer(p, "MaxNumberOfMessagesPerSecond", 1, 500)
     handle = uuid.uuid4().hex
+    last_seq = store.highest_seq(source)
     task: dict[str, Any] = {
         "TaskHandle": handle,
         "Status": "RUNNING",
@@ -119,14 +132,16 @@ def start_message_move_task(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
     if not store.add_move_task(source, task):
         raise SQSError("UnsupportedOperation", "A move task is already running on this queue.")
     threading.Thread(
-        target=_thread_main, args=(source, dest, handle, per_second), daemon=True
+        target=_thread_main, args=(source, dest, handle, per_second, last_seq), daemon=True
     ).start()
     return {"TaskHandle": handle}
 
 
-def _thread_main(source: str, dest: mq.Queue, handle: str, per_second: int | None) -> None:
+def _thread_main(
+    source: str, dest: mq.Queue, handle: str, per_second: int | None, last_seq: int
+) -> None:
     close_old_connections()
-    run(source, dest, handle, per_second)
+    run(source, dest, handle, per_second, last_seq)
 
 
 def _reported(task: dict[str, Any], now_ms: int) -> dict[str, Any]:
@@ -145,11 +160,17 @@ def list_message_move_tasks(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
     source = ctx.name_from_arn(source_arn, "SourceArn")
     ctx.allow("read", source)
     load(source)
-    limit = int(p.get("MaxResults") or 1)
-    if not 1 <= limit <= store.KEEP_MOVE_TASKS:
-        raise invalid(f"MaxResults must be between 1 and {store.KEEP_MOVE_TASKS}.")
+    limit = integer(p, "MaxResults", 1, store.KEEP_MOVE_TASKS, 1)
     now_ms = mq.clock.now_ms()
-    return {"Results": [_reported(t, now_ms) for t in store.move_tasks(source)[:limit]]}
+    results = [_reported(t, now_ms) for t in store.move_tasks(source)[:limit]]
+    for task in results:
+        # A destination is a queue of its own: named only to a caller who may read it.
+        dest = task.get("DestinationArn")
+        if isinstance(dest, str) and not access.allowed(
+            ctx.user, "read", ctx.name_from_arn(dest, "DestinationArn")
+        ):
+            del task["DestinationArn"]
+    return {"Results": results}
 
 
 def cancel_message_move_task(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:

@@ -19,6 +19,8 @@ STORED_NUMBERS = {
     "MaximumMessageSize": (1024, 1048576),
     "ReceiveMessageWaitTimeSeconds": (0, 20),
 }
+#: The most a stored text attribute may hold: SQS's quota for a queue's Policy.
+MAX_TEXT_BYTES = 8192
 #: Attributes kept as given and reported back, without effect here.
 STORED_TEXT = (
     "RedriveAllowPolicy",
@@ -61,8 +63,8 @@ ZERO_LEASE_S = 0.001
 
 def _int(name: str, value: Any, lo: int, hi: int) -> int:
     try:
-        number = int(value)
-    except (TypeError, ValueError):
+        number = int(value) if not isinstance(value, bool | float) else lo - 1
+    except (TypeError, ValueError, OverflowError):
         number = lo - 1
     if not lo <= number <= hi:
         raise SQSError("InvalidAttributeValue", f"Invalid value for the parameter {name}.")
@@ -102,9 +104,15 @@ def parse(
         elif key in STORED_NUMBERS:
             stored[key] = str(_int(key, value, *STORED_NUMBERS[key]))
         elif key in STORED_TEXT:
+            if not isinstance(value, str) or len(value.encode("utf-8", "replace")) > MAX_TEXT_BYTES:
+                raise SQSError(
+                    "InvalidAttributeValue",
+                    f"Invalid value for the parameter {key}: a string of at most "
+                    f"{MAX_TEXT_BYTES} bytes.",
+                )
             if key == "RedriveAllowPolicy":
                 _check_allow_policy(value)
-            stored[key] = str(value)
+            stored[key] = value
         else:
             raise SQSError("InvalidAttributeName", f"Unknown Attribute {key}.")
     return engine, stored

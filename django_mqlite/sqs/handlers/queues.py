@@ -14,7 +14,10 @@ from ..errors import SQSError, invalid
 from . import queue_attributes as qa
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,80}$")
+#: SQS's tag quotas: 50 tags a queue, keys of 1-128 characters, values of up to 256.
 MAX_TAGS = 50
+MAX_TAG_KEY = 128
+MAX_TAG_VALUE = 256
 
 
 def _check_name(name: str) -> None:
@@ -53,10 +56,20 @@ def create_queue(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
     return {"QueueUrl": ctx.url(name)}
 
 
-def _tags(tags: dict[str, Any]) -> dict[str, str]:
-    if len(tags) > MAX_TAGS or not all(isinstance(v, str) for v in tags.values()):
-        raise invalid(f"Tags must be at most {MAX_TAGS} string keys and values.")
-    return {str(k): v for k, v in tags.items()}
+def _tags(tags: dict[Any, Any]) -> dict[str, str]:
+    ok = len(tags) <= MAX_TAGS and all(
+        isinstance(k, str)
+        and 0 < len(k) <= MAX_TAG_KEY
+        and isinstance(v, str)
+        and len(v) <= MAX_TAG_VALUE
+        for k, v in tags.items()
+    )
+    if not ok:
+        raise invalid(
+            f"Tags are at most {MAX_TAGS} keys of 1-{MAX_TAG_KEY} characters with string "
+            f"values of up to {MAX_TAG_VALUE}."
+        )
+    return dict(tags)
 
 
 def get_queue_url(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
@@ -138,6 +151,8 @@ def tag_queue(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
 def untag_queue(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
     info = ctx.queue(p, "manage")
     drop = set(strings(p, "TagKeys"))
+    if not drop or len(drop) > MAX_TAGS:
+        raise invalid(f"TagKeys must name 1 to {MAX_TAGS} tags.")
     store.save(info.name, tags={k: v for k, v in info.tags.items() if k not in drop})
     return {}
 
@@ -149,5 +164,9 @@ def list_queue_tags(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
 
 def list_dead_letter_source_queues(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
     info = ctx.queue(p, "read")
-    names = sorted(q.name for q in mq.list_queues() if q.forward_dead_letters_to == info.name)
+    names = sorted(
+        q.name
+        for q in mq.list_queues()
+        if q.forward_dead_letters_to == info.name and access.allowed(ctx.user, "read", q.name)
+    )
     return _page(ctx, names, p, "queueUrls", paged=True)
