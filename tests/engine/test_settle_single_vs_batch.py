@@ -157,6 +157,11 @@ def test_one_round_verbs(verb: str, forward: bool, clock: mq.clock.FrozenClock) 
     one, many = _twins(verb.replace("_", "-"), forward)
     got = _round(verb, one, many, forward)
     assert len(got) == N
+    if verb == "reject":
+        buried = "forwarded" if forward else "dead_lettered"
+        assert [r.outcome for r in got] == [buried] * STALE + ["stale"]
+        where, state = (f"{many}-dlq", "active") if forward else (many, "dead_lettered")
+        assert len(mq.peek(where, state=state)) == STALE
 
 
 @pytest.mark.parametrize("forward", [False, True], ids=["kept", "forwarded"])
