@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from django.db import transaction
 from django.db.backends.utils import CursorWrapper
@@ -35,45 +35,23 @@ from ..exceptions import InvalidArgumentError, LockLostError
 from . import core, receipts
 from .clock import from_ms, now_ms
 from .core import QueueRow
-from .dead_letters import EXHAUSTED_REASON, buried
+from .dead_letters import buried
 from .dialects import Dialect
+from .settle_items import (
+    MAX_COMPLETE_BATCH,
+    MAX_RENEW_BATCH,
+    AbandonItem,
+    Pair,
+    RejectItem,
+    check_abandons,
+    check_pairs,
+    check_rejects,
+)
 from .settle_sql import ABANDON, REJECT, complete_kept, complete_plain, fence
 from .types import Completion, Outcome, Settled
 
-MAX_RENEW_BATCH = 512
-MAX_COMPLETE_BATCH = 1024
-MAX_REASON = 128
-MAX_DESCRIPTION = 4096
-MAX_ERROR = 64 * 1024
-DEAD_LETTER_EXHAUSTED = EXHAUSTED_REASON
-
-Pair = tuple[int, str]
 #: What a verb's statement did: {seq: Settled} for the rows it changed.
 Done = dict[int, Settled]
-
-
-class AbandonItem(NamedTuple):
-    """One message to give back: after ``delay`` (seconds or a timedelta; None is now),
-    keeping ``error`` as its last error and appending ``attempt`` (JSON) to its attempt
-    history. Only ``delay`` is part of the request's identity (its receipt)."""
-
-    seq: int
-    lock_token: str
-    delay: float | dt.timedelta | None = None
-    error: str | None = None
-    attempt: Any = None
-
-
-class RejectItem(NamedTuple):
-    """One message to dead-letter with ``reason`` and ``description`` (both part of the
-    request's identity); ``error`` and ``attempt`` as for ``AbandonItem``."""
-
-    seq: int
-    lock_token: str
-    reason: str
-    description: str = ""
-    error: str | None = None
-    attempt: Any = None
 
 
 def _settle(
@@ -130,7 +108,7 @@ def complete_many(
     a result and an attempt record to keep; a result or attempt JSON cannot hold (NaN,
     a set, dict keys of mixed types) is an ``InvalidArgumentError`` and nothing is
     written."""
-    pairs = _check_pairs(items, MAX_COMPLETE_BATCH)
+    pairs = check_pairs(items, MAX_COMPLETE_BATCH)
     if completions is not None and len(completions) != len(pairs):
         raise InvalidArgumentError("completions must be parallel to items")
 
@@ -182,7 +160,7 @@ def complete_batch(
 ) -> list[bool]:
     """``complete_many`` answered as a bool per item: a stale item is False (an exact
     replay is True), never an error."""
-    if not _check_pairs(items, MAX_COMPLETE_BATCH):
+    if not check_pairs(items, MAX_COMPLETE_BATCH):
         return []
     return [r.ok for r in complete_many(queue, items, completions=completions, using=using)]
 
@@ -197,7 +175,7 @@ def abandon_many(
     (``retried``), parked in ``scheduled`` until its delay ends, or, when this was its
     last allowed delivery, dead-lettered (``MaxDeliveryCountExceeded``) and forwarded
     where the queue says."""
-    checked = _check_abandons(items)
+    checked = check_abandons(items)
 
     def apply(cursor: CursorWrapper, dialect: Dialect, q: QueueRow, now: int) -> Done:
         params: list[Any] = []
@@ -239,7 +217,7 @@ def reject_many(
 ) -> list[Settled]:
     """Dead-letter many at once, each with its reason and description (and forward
     them where the queue says)."""
-    checked = _check_rejects(items)
+    checked = check_rejects(items)
 
     def apply(cursor: CursorWrapper, dialect: Dialect, q: QueueRow, now: int) -> Done:
         params: list[Any] = []
@@ -301,7 +279,7 @@ def _with_burials(
 def defer_many(queue: str, items: Sequence[Pair], *, using: str | None = None) -> list[Settled]:
     """Set many aside; fetch them later by seq with ``receive_deferred``. A deferred
     message keeps its place at the head of its line."""
-    pairs = _check_pairs(items, MAX_COMPLETE_BATCH)
+    pairs = check_pairs(items, MAX_COMPLETE_BATCH)
 
     def apply(cursor: CursorWrapper, dialect: Dialect, q: QueueRow, now: int) -> Done:
         cursor.execute(
@@ -331,7 +309,7 @@ def renew_many(
     is never revived): ``renewed`` with the new ``locked_until``, or ``stale``.
     ``worker_id`` (the worker holding them) has its heartbeat stamped in the same
     transaction. Renewals write no receipts (see ``receipts``)."""
-    pairs = _check_pairs(items, MAX_RENEW_BATCH)
+    pairs = check_pairs(items, MAX_RENEW_BATCH)
     lock_ms = core.optional_lock_ms(lock_duration)
     core.check_worker_id(worker_id)
 
@@ -376,7 +354,7 @@ def renew_batch(
     worker_id: int | None = None,
 ) -> list[bool]:
     """``renew_many`` answered as a bool per item (at most 512); a stale item is False."""
-    if not _check_pairs(items, MAX_RENEW_BATCH):
+    if not check_pairs(items, MAX_RENEW_BATCH):
         core.optional_lock_ms(lock_duration)
         core.check_worker_id(worker_id)
         return []
@@ -391,7 +369,7 @@ def release(queue: str, items: Sequence[Pair], *, using: str | None = None) -> l
     is undone had counted one), fenced like every settlement. A stale item is False. A
     worker uses this at shutdown for messages it claimed but never gave to a handler.
     """
-    pairs = _check_pairs(items, MAX_COMPLETE_BATCH)
+    pairs = check_pairs(items, MAX_COMPLETE_BATCH)
     if not pairs:
         return []
     alias = core.alias_of(using, queue)
@@ -408,83 +386,3 @@ def release(queue: str, items: Sequence[Pair], *, using: str | None = None) -> l
         )
         done = {r[0] for r in cursor.fetchall()}
         return [seq in done for seq, _ in pairs]
-
-
-# -- arguments -----------------------------------------------------------------------------
-
-
-def _check_pairs(items: object, cap: int, sizes: range = range(2, 3)) -> list[Pair]:
-    """Each item's (seq, lock_token), checked; an item has ``sizes`` fields."""
-    if not isinstance(items, list | tuple) or len(items) > cap:
-        raise InvalidArgumentError(f"items must be a list of at most {cap} (seq, lock_token)")
-    out = []
-    for item in items:
-        if not isinstance(item, list | tuple) or len(item) not in sizes:
-            raise InvalidArgumentError("each item must be a (seq, lock_token, ...) tuple")
-        out.append((core.check_seq(item[0]), core.check_token(item[1])))
-    _no_repeats(out)
-    return out
-
-
-def _no_repeats(pairs: Sequence[Pair]) -> None:
-    seen: set[int] = set()
-    for seq, _ in pairs:
-        if seq in seen:
-            raise InvalidArgumentError(f"seq {seq} appears twice")
-        seen.add(seq)
-
-
-def _check_error(error: object) -> str | None:
-    if error is not None and not isinstance(error, str):
-        raise InvalidArgumentError("error must be a string")
-    return None if error is None else error[:MAX_ERROR]
-
-
-def _check_abandons(items: object) -> list[tuple[int, str, int, str | None, str | None]]:
-    _check_pairs(items, MAX_COMPLETE_BATCH, range(2, 6))
-    assert isinstance(items, list | tuple)
-    out = []
-    for item in items:
-        a = AbandonItem(*item)
-        delay_ms = 0 if a.delay is None else core.duration_ms(a.delay, "delay")
-        out.append(
-            (
-                a.seq,
-                a.lock_token,
-                delay_ms,
-                _check_error(a.error),
-                core.dumps_arg(a.attempt, "attempt"),
-            )
-        )
-    return out
-
-
-def check_reason(reason: object, description: object) -> tuple[str, str]:
-    """A rejection's reason (1-128 characters) and description (at most 4096)."""
-    if not isinstance(reason, str) or not reason or len(reason) > MAX_REASON:
-        raise InvalidArgumentError(f"reason must be a non-empty string of at most {MAX_REASON}")
-    if not isinstance(description, str) or len(description) > MAX_DESCRIPTION:
-        raise InvalidArgumentError(f"description must be a string of at most {MAX_DESCRIPTION}")
-    return reason, description
-
-
-def _check_rejects(
-    items: object,
-) -> list[tuple[int, str, str, str, str | None, str | None]]:
-    _check_pairs(items, MAX_COMPLETE_BATCH, range(3, 7))
-    assert isinstance(items, list | tuple)
-    out = []
-    for item in items:
-        r = RejectItem(*item)
-        reason, description = check_reason(r.reason, r.description)
-        out.append(
-            (
-                r.seq,
-                r.lock_token,
-                reason,
-                description,
-                _check_error(r.error),
-                core.dumps_arg(r.attempt, "attempt"),
-            )
-        )
-    return out
