@@ -181,3 +181,28 @@ def test_result_retention_reads_a_range_per_queue(backlog: None) -> None:
         assert re.search(r"Index Cond: \(\(queue_id = q\.id\) AND \(completed_at <= ", plan) or (
             "mqlite_msg_state" in plan and "queue_id = q.id" in plan
         ), plan
+
+
+def test_every_settle_verb_seeks_single_and_batched(backlog: None) -> None:
+    """The settle verbs' statements (pairs matched by ``seq =`` or by ``IN (VALUES ...)``,
+    or joined to a ``VALUES`` list) find their rows by key, never by a scan."""
+    from django_mqlite.engine import settle
+
+    mq.send_batch("big", [mq.OutMessage(b"y") for _ in range(40)])
+    got = mq.receive("big", max_messages=40)
+    pairs = [(m.seq, m.lock_token or "") for m in got]
+    by_key = ("pkey", "PRIMARY KEY", "mqlite_msg_")
+    runs: list[Callable[[], object]] = [
+        lambda: mq.abandon("big", *pairs[0], delay=5),
+        lambda: settle.abandon_many("big", [settle.AbandonItem(*p) for p in pairs[1:4]]),
+        lambda: mq.reject("big", *pairs[4], "Bad"),
+        lambda: settle.reject_many("big", [settle.RejectItem(*p, "Bad") for p in pairs[5:8]]),
+        lambda: mq.defer("big", *pairs[8]),
+        lambda: settle.defer_many("big", pairs[9:12]),
+        lambda: mq.renew("big", *pairs[12]),
+        lambda: mq.renew_batch("big", pairs[13:16]),
+        lambda: mq.complete_batch("big", pairs[16:20]),
+        lambda: settle.complete_with_result("big", *pairs[20], {"ok": 1}),
+    ]
+    for run in runs:
+        assert_seeks(run, by_key)
