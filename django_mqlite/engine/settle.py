@@ -47,7 +47,7 @@ from .settle_items import (
     check_pairs,
     check_rejects,
 )
-from .settle_sql import ABANDON, REJECT, complete_kept, complete_plain, fence
+from .settle_sql import ABANDON, REJECT, complete_kept, complete_plain, fence, joined_fence
 from .types import Completion, Outcome, Settled
 
 #: What a verb's statement did: {seq: Settled} for the rows it changed.
@@ -184,9 +184,10 @@ def abandon_many(
         values = ", ".join([f"(%s, %s, %s, %s, {dialect.json_param()})"] * len(checked))
         mx = q.max_delivery_count
         append = dialect.json_append_expr("mqlite_message.attempts", "v.attempt")
+        hint, where, fence_params = joined_fence(dialect, [c[:2] for c in checked], q.id, now)
         cursor.execute(
-            ABANDON.format(values=values, append=append),
-            [*params, mx, now, mx, mx, now, q.id, now],
+            ABANDON.format(values=values, append=append, hint=hint, fence=where),
+            [*params, mx, now, mx, mx, now, *fence_params],
         )
         rows = cursor.fetchall()
         dead = [(q.id, seq, key) for seq, state, key in rows if state == "dead_lettered"]
@@ -225,9 +226,11 @@ def reject_many(
             params += list(item)
         placeholders = f"(%s, %s, %s, %s, %s, {dialect.json_param()})"
         append = dialect.json_append_expr("mqlite_message.attempts", "v.attempt")
+        hint, where, fence_params = joined_fence(dialect, [c[:2] for c in checked], q.id, now)
+        values = ", ".join([placeholders] * len(checked))
         cursor.execute(
-            REJECT.format(values=", ".join([placeholders] * len(checked)), append=append),
-            [*params, now, q.id, now],
+            REJECT.format(values=values, append=append, hint=hint, fence=where),
+            [*params, now, *fence_params],
         )
         rows = cursor.fetchall()
         dead = [(q.id, seq, key) for seq, _, key in rows]

@@ -30,13 +30,24 @@ def fence(n: int) -> str:
     return f"{live} AND (seq, lock_token) IN (VALUES {', '.join(['(%s, %s)'] * n)})"
 
 
-#: The fence of a statement joined to its items ``v`` (seq, token, ...). Parameters: the
-#: queue id, now.
-JOINED_FENCE = (
-    "mqlite_message.seq = v.seq AND mqlite_message.lock_token = v.token "
-    "AND mqlite_message.queue_id = %s AND mqlite_message.state = 'locked' "
-    "AND mqlite_message.locked_until > %s"
-)
+def joined_fence(
+    dialect: Dialect, pairs: Sequence[tuple[int, str]], queue_id: int, now: int
+) -> tuple[str, str, list[Any]]:
+    """For a statement joined to its items ``v`` (seq, token, ...): the hint placed after
+    ``UPDATE mqlite_message``, the WHERE clause, and its parameters (which come last).
+    For one item the pair is also given as constants and the row is found by its primary
+    key, as a single settlement always was; for more the join matches them."""
+    live = (
+        "mqlite_message.queue_id = %s AND mqlite_message.state = 'locked' "
+        "AND mqlite_message.locked_until > %s"
+    )
+    if len(pairs) == 1:
+        [(seq, token)] = pairs
+        where = f"mqlite_message.seq = %s AND mqlite_message.lock_token = %s AND {live}"
+        return dialect.key_hint(), where, [seq, token, queue_id, now]
+    where = f"mqlite_message.seq = v.seq AND mqlite_message.lock_token = v.token AND {live}"
+    return "", where, [queue_id, now]
+
 
 #: Keep the attempt record of ``v`` (JSON or NULL) in the row's history.
 _ATTEMPTS = "attempts = CASE WHEN v.attempt IS NULL THEN mqlite_message.attempts ELSE {append} END"
@@ -44,10 +55,10 @@ _ATTEMPTS = "attempts = CASE WHEN v.attempt IS NULL THEN mqlite_message.attempts
 # -- name: abandon ---------------------------------------------------------------------
 # Retry (now, or parked in scheduled until the item's visible time) or, when this was
 # the last allowed delivery, dead-letter. Parameters: the VALUES rows (seq, token,
-# visible_at, error, attempt), then max, now, max, max, now, the fence's.
+# visible_at, error, attempt), then max, now, max, max, now, then ``joined_fence``'s.
 ABANDON = (
     "WITH v (seq, token, visible, error, attempt) AS (VALUES {values}) "
-    "UPDATE mqlite_message SET "
+    "UPDATE mqlite_message {hint} SET "
     "state = CASE WHEN delivery_count >= %s THEN 'dead_lettered' "
     "WHEN v.visible > %s THEN 'scheduled' ELSE 'active' END, "
     "visible_at = v.visible, lock_token = NULL, locked_until = NULL, locked_by = NULL, "
@@ -55,20 +66,20 @@ ABANDON = (
     f"THEN '{EXHAUSTED_REASON}' ELSE dead_letter_reason END, "
     "dead_lettered_at = CASE WHEN delivery_count >= %s THEN %s ELSE dead_lettered_at END, "
     f"last_error = COALESCE(v.error, mqlite_message.last_error), {_ATTEMPTS} "
-    f"FROM v WHERE {JOINED_FENCE} "
+    "FROM v WHERE {fence} "
     "RETURNING mqlite_message.seq, mqlite_message.state, mqlite_message.order_key"
 )
 
 # -- name: reject ----------------------------------------------------------------------
 # Parameters: the VALUES rows (seq, token, reason, description, error, attempt), then
-# now, the fence's.
+# now, then ``joined_fence``'s.
 REJECT = (
     "WITH v (seq, token, reason, description, error, attempt) AS (VALUES {values}) "
-    "UPDATE mqlite_message SET state = 'dead_lettered', lock_token = NULL, "
+    "UPDATE mqlite_message {hint} SET state = 'dead_lettered', lock_token = NULL, "
     "locked_until = NULL, locked_by = NULL, dead_letter_reason = v.reason, "
     "dead_letter_description = v.description, dead_lettered_at = %s, "
     f"last_error = COALESCE(v.error, mqlite_message.last_error), {_ATTEMPTS} "
-    f"FROM v WHERE {JOINED_FENCE} "
+    "FROM v WHERE {fence} "
     "RETURNING mqlite_message.seq, mqlite_message.state, mqlite_message.order_key"
 )
 
@@ -118,12 +129,13 @@ def complete_kept(
             core.dumps_arg(c.attempt, "attempt"),
         ]
     append = dialect.json_append_expr("mqlite_message.attempts", "v.attempt")
+    hint, where, fence_params = joined_fence(dialect, [pair for pair, _ in kept], q.id, now)
     cursor.execute(
         f"WITH v (seq, token, result, attempt) AS (VALUES {values}) "
-        "UPDATE mqlite_message SET state = 'completed', completed_at = %s, "
+        f"UPDATE mqlite_message {hint} SET state = 'completed', completed_at = %s, "
         "lock_token = NULL, locked_until = NULL, locked_by = NULL, result = v.result, "
-        f"{_ATTEMPTS.format(append=append)} FROM v WHERE {JOINED_FENCE} "
+        f"{_ATTEMPTS.format(append=append)} FROM v WHERE {where} "
         "RETURNING mqlite_message.seq, mqlite_message.order_key",
-        [*params, now, q.id, now],
+        [*params, now, *fence_params],
     )
     return [(r[0], r[1]) for r in cursor.fetchall()]
