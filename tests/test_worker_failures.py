@@ -67,3 +67,29 @@ def test_reject_dead_letters_at_once(workers: Any) -> None:
     assert dead.seq == seq and dead.delivery_count == 1
     assert dead.dead_letter_reason == "bad-order"
     assert dead.dead_letter_description == "rejected by the test consumer"
+
+
+def test_the_last_failed_attempt_is_forwarded_by_the_batched_abandon() -> None:
+    """The worker's failure path (its batched abandons) is the engine's abandon verb:
+    a failure on the last allowed delivery is dead-lettered and forwarded, and the
+    worker counts what the verb answered."""
+    from django_mqlite.consumers import Registry
+    from django_mqlite.worker import Worker
+
+    mq.create_queue("poison.dlq")
+    mq.create_queue("poison", max_delivery_count=1, forward_dead_letters_to="poison.dlq")
+    seqs = mq.send_batch("poison", [mq.OutMessage(i) for i in range(3)])
+
+    def handle(msg: mq.Received) -> None:
+        raise ValueError("no")
+
+    registry = Registry()
+    registry.register("poison", handle)
+    worker = Worker(["poison"], burst=True, reaper=False, install_signals=False, registry=registry)
+    worker.run()
+    assert worker.outcomes == {"forwarded": 3}
+    assert mq.peek("poison") == []
+    moved = mq.peek("poison.dlq")
+    assert [(p.seq, p.state, p.delivery_count) for p in moved] == [(s, "active", 0) for s in seqs]
+    totals = mq.stats("poison").totals
+    assert (totals["exhausted"], totals["dead_lettered"], totals["redriven"]) == (3, 3, 3)

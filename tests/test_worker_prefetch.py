@@ -60,9 +60,9 @@ def test_one_thread_claims_and_completes_short_handlers_in_batches(
     mq.create_queue("pf")
     mq.send_batch("pf", [mq.OutMessage(i) for i in range(n)])
     claims = Counting(runner.receive, lambda a, k, got: len(got))
-    completes = Counting(settle.complete_batch, lambda a, k, got: len(got))
+    completes = Counting(settle.complete_many, lambda a, k, got: len(got))
     monkeypatch.setattr(runner, "receive", claims)
-    monkeypatch.setattr(settle, "complete_batch", completes)
+    monkeypatch.setattr(settle, "complete_many", completes)
     seen: list[int] = []
     registry = Registry()
     registry.register("pf", lambda msg: seen.append(msg.seq))
@@ -122,13 +122,11 @@ def _all_leases_ahead(clock: Any, seconds: float) -> bool:
 @pytest.mark.django_db(transaction=True)
 @override_settings(MQLITE={"RETRY_BACKOFF_BASE": 60.0})
 def test_failures_are_abandoned_in_batches(monkeypatch: pytest.MonkeyPatch) -> None:
-    from django_mqlite.worker import settlement
-
     n = 200
     mq.create_queue("fail", max_delivery_count=5)
     mq.send_batch("fail", [mq.OutMessage(i) for i in range(n)])
-    batches = Counting(settlement.abandon_batch, lambda a, k, got: len(got))
-    monkeypatch.setattr(settlement, "abandon_batch", batches)
+    batches = Counting(settle.abandon_many, lambda a, k, got: len(got))
+    monkeypatch.setattr(settle, "abandon_many", batches)
 
     def handle(msg: mq.Received) -> None:
         raise ValueError("no")

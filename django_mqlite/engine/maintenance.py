@@ -15,9 +15,9 @@ from django.db.backends.utils import CursorWrapper
 from ..conf import mqlite_settings
 from . import core, history
 from .clock import now_ms
+from .dead_letters import EXHAUSTED_REASON, buried
 from .dialects import Dialect
-from .redrive import delete_rows, forward_by_queue
-from .settle import DEAD_LETTER_EXHAUSTED
+from .redrive import delete_rows
 
 TTL_EXPIRED = "TTLExpired"
 MAX_CHUNKS_PER_PASS = 100
@@ -30,9 +30,11 @@ def _chunk() -> int:
 def _repeat(alias: str, step: Callable[[CursorWrapper, Dialect, int], int]) -> int:
     """Run ``step`` in its own transaction until it does less than a full chunk."""
     total = 0
-    cursor, dialect = core.ctx(alias)
     for _ in range(MAX_CHUNKS_PER_PASS):
         with transaction.atomic(using=alias):
+            # The cursor is opened inside the transaction: a connection that broke is
+            # then replaced by Django instead of failing every chunk that follows.
+            cursor, dialect = core.ctx(alias)
             n = step(cursor, dialect, now_ms())
         total += n
         if n < _chunk():
@@ -52,7 +54,7 @@ def reclaim_sql(dialect: Dialect, pick_where: str, index: str) -> str:
         f"state = CASE WHEN delivery_count >= {max_sql} THEN 'dead_lettered' ELSE 'active' END, "
         "lock_token = NULL, locked_until = NULL, locked_by = NULL, visible_at = %s, "
         f"dead_letter_reason = CASE WHEN delivery_count >= {max_sql} "
-        f"THEN '{DEAD_LETTER_EXHAUSTED}' ELSE dead_letter_reason END, "
+        f"THEN '{EXHAUSTED_REASON}' ELSE dead_letter_reason END, "
         f"dead_lettered_at = CASE WHEN delivery_count >= {max_sql} THEN %s "
         "ELSE dead_lettered_at END "
         f"WHERE seq IN (SELECT seq FROM mqlite_message {dialect.index_hint(index)} "
@@ -63,23 +65,16 @@ def reclaim_sql(dialect: Dialect, pick_where: str, index: str) -> str:
 
 
 def apply_reclaimed(cursor: CursorWrapper, dialect: Dialect, rows: list[Any]) -> None:
+    """Count the reclaimed rows (queue id, state, order key, seq): each is a retry or,
+    when it was the last allowed delivery, a burial (``dead_letters.buried``)."""
     per_queue: dict[int, Counter[str]] = {}
     for queue_id, state, _key, _seq in rows:
         per_queue.setdefault(queue_id, Counter())[state] += 1
-    buried_rows = [r for r in rows if r[1] == "dead_lettered"]
-    core.release_by_queue(cursor, dialect, [(q, k) for q, _, k, _ in buried_rows])
     for queue_id, c in per_queue.items():
-        buried = c["dead_lettered"]
-        core.bump_totals(
-            cursor,
-            dialect,
-            queue_id,
-            reclaimed=buried + c["active"],
-            retried=c["active"],
-            exhausted=buried,
-            dead_lettered=buried,
-        )
-    forward_by_queue(cursor, dialect, [(q, seq) for q, _, _, seq in buried_rows])
+        total = c["active"] + c["dead_lettered"]
+        core.bump_totals(cursor, dialect, queue_id, reclaimed=total, retried=c["active"])
+    dead = [(q, seq, key) for q, state, key, seq in rows if state == "dead_lettered"]
+    buried(cursor, dialect, dead, "exhausted")
 
 
 def expire_locks(alias: str) -> int:
@@ -178,8 +173,7 @@ def expire_ttl(alias: str) -> int:
             [TTL_EXPIRED, now, now, True, _chunk()],
         )
         rows = cursor.fetchall()
-        _account(cursor, dialect, [(q, k) for q, k, _ in rows], dead_lettered=True)
-        forward_by_queue(cursor, dialect, [(q, seq) for q, _, seq in rows])
+        buried(cursor, dialect, [(q, seq, key) for q, key, seq in rows], "expired")
         return len(rows)
 
     def drop(cursor: CursorWrapper, dialect: Dialect, now: int) -> int:
@@ -189,20 +183,12 @@ def expire_ttl(alias: str) -> int:
             [now, False, _chunk()],
         )
         rows = cursor.fetchall()
-        _account(cursor, dialect, rows, dead_lettered=False)
+        core.release_by_queue(cursor, dialect, rows)
+        for queue_id, n in Counter(q for q, _ in rows).items():
+            core.bump_totals(cursor, dialect, queue_id, expired=n)
         return len(rows)
 
     return _repeat(alias, bury) + _repeat(alias, drop)
-
-
-def _account(
-    cursor: CursorWrapper, dialect: Dialect, rows: list[Any], *, dead_lettered: bool
-) -> None:
-    core.release_by_queue(cursor, dialect, rows)
-    for queue_id, n in Counter(q for q, _ in rows).items():
-        core.bump_totals(
-            cursor, dialect, queue_id, expired=n, dead_lettered=n if dead_lettered else 0
-        )
 
 
 def expire_records(alias: str) -> dict[str, int]:

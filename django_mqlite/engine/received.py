@@ -14,7 +14,7 @@ from asgiref.sync import sync_to_async
 
 from ..exceptions import LockLostError
 from . import settle
-from .types import Completion, _MessageFields
+from .types import Completion, Settled, _MessageFields
 
 
 @dataclass
@@ -42,6 +42,10 @@ class Received(_MessageFields):
     #: The exception of a failed attempt that the handler caught and settled itself (the
     #: Tasks runner records it), for callers that report failures (``testing.drain``).
     failure: BaseException | None = field(default=None, repr=False, compare=False)
+    #: What the settlement of this delivery did (completed, retried, dead-lettered,
+    #: forwarded...), as the engine answered it: set by these methods and by the worker's
+    #: steps (``worker.handling``), so callers that report it never re-read the row.
+    outcome: Settled | None = field(default=None, repr=False, compare=False)
 
     def _token(self) -> str:
         if self.lock_token is None:
@@ -49,26 +53,31 @@ class Received(_MessageFields):
         return self.lock_token
 
     def complete(self) -> None:
-        settle.complete(self.queue, self.seq, self._token(), using=self.using)
-        self.settled = "complete"
+        got = settle.complete_many(self.queue, [(self.seq, self._token())], using=self.using)
+        self._settled("complete", got)
 
     def abandon(self, delay: float | dt.timedelta | None = None) -> None:
-        settle.abandon(self.queue, self.seq, self._token(), delay=delay, using=self.using)
-        self.settled = "abandon"
+        item = settle.AbandonItem(self.seq, self._token(), delay)
+        self._settled("abandon", settle.abandon_many(self.queue, [item], using=self.using))
 
     def reject(self, reason: str, description: str = "") -> None:
-        settle.reject(self.queue, self.seq, self._token(), reason, description, using=self.using)
-        self.settled = "reject"
+        item = settle.RejectItem(self.seq, self._token(), reason, description)
+        self._settled("reject", settle.reject_many(self.queue, [item], using=self.using))
 
     def defer(self) -> None:
-        settle.defer(self.queue, self.seq, self._token(), using=self.using)
-        self.settled = "defer"
+        got = settle.defer_many(self.queue, [(self.seq, self._token())], using=self.using)
+        self._settled("defer", got)
 
     def renew(self, lock_duration: float | dt.timedelta | None = None) -> dt.datetime:
         self.locked_until = settle.renew(
             self.queue, self.seq, self._token(), lock_duration=lock_duration, using=self.using
         )
         return self.locked_until
+
+    def _settled(self, verb: str, got: list[Settled]) -> None:
+        """The single-call contract (``settle.one``), and what happened kept."""
+        self.outcome = settle.one(self.queue, got)
+        self.settled = verb
 
     async def acomplete(self) -> None:
         await sync_to_async(self.complete, thread_sensitive=True)()

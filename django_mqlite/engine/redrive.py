@@ -7,7 +7,7 @@ the writer for long; a crash midway leaves every message either moved or untouch
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from django.db import transaction
@@ -17,9 +17,9 @@ from ..conf import mqlite_settings
 from ..exceptions import InvalidArgumentError
 from . import core
 from .clock import now_ms
-from .core import QueueRow
+from .dead_letters import buried, move_rows
 from .dialects import Dialect
-from .types import Ordering, State
+from .types import State
 
 
 def _check_seqs(seqs: object) -> list[int] | None:
@@ -59,7 +59,7 @@ def redrive(
             if not picked:
                 break
             last = picked[-1]
-            moved += _move(cursor, dialect, source, target, picked)
+            moved += len(move_rows(cursor, dialect, source, target, picked))
     return moved
 
 
@@ -88,71 +88,6 @@ def _pick(
         f"SELECT seq FROM mqlite_message WHERE {where} ORDER BY seq LIMIT %s", [*params, take]
     )
     return [r[0] for r in cursor.fetchall()]
-
-
-def _move(
-    cursor: CursorWrapper, dialect: Dialect, source: QueueRow, target: QueueRow, seqs: list[int]
-) -> int:
-    now = now_ms()
-    strict = target.ordering == Ordering.STRICT_FIFO
-    expires = None if target.default_ttl_ms is None else now + target.default_ttl_ms
-    cursor.execute(
-        "UPDATE mqlite_message SET state = 'active', queue_id = %s, delivery_count = 0, "
-        "visible_at = %s, expires_at = %s, dead_letter_reason = NULL, "
-        "dead_letter_description = NULL, dead_lettered_at = NULL, "
-        f"order_key = {'%s' if strict else 'group_id'}, "
-        f"blocked = {'1' if strict else 'CASE WHEN group_id IS NULL THEN 0 ELSE 1 END'} "
-        "WHERE queue_id = %s AND state = 'dead_lettered' "
-        f"AND seq IN ({core.placeholders(len(seqs))}) "
-        "RETURNING seq, order_key",
-        [target.id, now, expires, *([""] if strict else []), source.id, *seqs],
-    )
-    rows = cursor.fetchall()
-    # Redriven rows rejoin their lines blocked; the line's head is then re-established.
-    core.release_lines(cursor, dialect, target.id, [key for _, key in rows])
-    if rows:
-        core.bump_totals(cursor, dialect, source.id, redriven=len(rows))
-        if target.id != source.id:
-            core.bump_totals(cursor, dialect, target.id, enqueued=len(rows))
-    return len(rows)
-
-
-def forward(cursor: CursorWrapper, dialect: Dialect, source: QueueRow, seqs: Sequence[int]) -> int:
-    """Move rows of ``source`` that were just dead-lettered into the queue named by its
-    ``forward_dead_letters_to``, as active messages (delivery count reset), in the
-    transaction that dead-lettered them. A target that no longer exists leaves them
-    dead-lettered here. Counted as dead-lettered and redriven on the source and enqueued
-    on the target."""
-    if source.forward_dead_letters_to is None or not seqs:
-        return 0
-    cursor.execute(
-        f"SELECT {core.QUEUE_COLUMNS} FROM mqlite_queue WHERE name = %s",
-        [source.forward_dead_letters_to],
-    )
-    row = cursor.fetchone()
-    if row is None:
-        return 0
-    return _move(cursor, dialect, source, core.QueueRow(*row), sorted(seqs))
-
-
-def forward_by_queue(
-    cursor: CursorWrapper, dialect: Dialect, pairs: Iterable[tuple[int, int]]
-) -> None:
-    """``forward`` for dead-lettered (queue_id, seq) pairs of any queues."""
-    by_queue: dict[int, list[int]] = {}
-    for queue_id, seq in pairs:
-        by_queue.setdefault(queue_id, []).append(seq)
-    if not by_queue:
-        return
-    ids = sorted(by_queue)
-    cursor.execute(
-        f"SELECT {core.QUEUE_COLUMNS} FROM mqlite_queue WHERE forward_dead_letters_to "
-        f"IS NOT NULL AND id IN ({core.placeholders(len(ids))})",
-        ids,
-    )
-    for row in cursor.fetchall():
-        source = core.QueueRow(*row)
-        forward(cursor, dialect, source, by_queue[source.id])
 
 
 PURGEABLE = tuple(s.value for s in State if s is not State.LOCKED)
@@ -221,8 +156,8 @@ def bury(
     if not isinstance(reason, str) or not reason or len(reason) > 128:
         raise InvalidArgumentError("reason must be a non-empty string of at most 128")
     alias = core.alias_of(using, queue)
-    cursor, dialect = core.ctx(alias)
     with transaction.atomic(using=alias):
+        cursor, dialect = core.ctx(alias)
         q = core.load_queue(cursor, queue)
         now = now_ms()
         cursor.execute(
@@ -235,7 +170,5 @@ def bury(
         row = cursor.fetchone()
         if row is None:
             return False
-        core.release_lines(cursor, dialect, q.id, [row[0]])
-        core.bump_totals(cursor, dialect, q.id, rejected=1, dead_lettered=1)
-        forward(cursor, dialect, q, [seq])
+        buried(cursor, dialect, [(q.id, seq, row[0])], "rejected", source=q)
         return True

@@ -1,115 +1,136 @@
-"""Settling a claimed message: complete, abandon, reject, defer, renew (and batches).
+"""Settling claimed messages: complete, abandon, reject, defer, renew.
 
-Each settlement is one statement fenced on the current lock token and a live lease
-(``locked_until > now``; equality at the deadline is already expired). A successful
-complete/abandon/reject/defer writes a receipt in the same transaction, keyed by the
-whole request, so an exact retry of a settlement whose reply was lost succeeds instead
-of failing with ``LockLostError``. See ``core`` for the rule every transition follows.
+The fence, written once: a settlement acts only on a row that is ``locked`` under the
+lock token it presents, with a live lease (``locked_until > now``; equality at the
+deadline is already expired, even before the reaper runs). Each verb is one guarded
+statement over a batch of (seq, lock token) pairs that says all of this in its WHERE
+clause, so the database applies it to each row atomically or not at all. A pair that
+matched no row is looked up in the receipts (``receipts``): an exact replay of a
+settlement that committed is ``replayed``, anything else is ``stale``.
+
+Batch first: each verb has one implementation, for a batch (``complete_many``,
+``abandon_many``, ``reject_many``, ``defer_many``, ``renew_many``), which returns a
+``Settled`` per item saying what happened (completed, retried, scheduled,
+dead-lettered, forwarded, deferred, renewed, stale, replayed), so no caller re-reads
+rows to guess. A single call is the batch of one: ``complete``, ``abandon``, ``reject``,
+``defer`` and ``renew`` raise ``LockLostError`` for a stale item (``one``);
+``complete_batch`` and ``renew_batch`` answer a bool per item. Every dead letter a
+settlement makes goes through ``dead_letters.buried`` (counted, and forwarded to the
+queue's ``forward_dead_letters_to``).
+
+Each settlement opens its cursor inside its transaction: a thread whose connection
+broke gets a fresh one from Django there, instead of failing on the old cursor.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.db import transaction
 from django.db.backends.utils import CursorWrapper
 
-from ..conf import mqlite_settings
 from ..exceptions import InvalidArgumentError, LockLostError
-from . import core
+from . import core, receipts
 from .clock import from_ms, now_ms
 from .core import QueueRow
+from .dead_letters import buried
 from .dialects import Dialect
-from .redrive import forward
-from .types import Completion
+from .settle_items import (
+    MAX_COMPLETE_BATCH,
+    MAX_RENEW_BATCH,
+    AbandonItem,
+    Pair,
+    RejectItem,
+    check_abandons,
+    check_pairs,
+    check_rejects,
+)
+from .settle_sql import ABANDON, REJECT, complete_kept, complete_plain, fence, joined_fence
+from .types import Completion, Outcome, Settled
 
-FENCE = "seq = %s AND queue_id = %s AND lock_token = %s AND state = 'locked' AND locked_until > %s"
-MAX_RENEW_BATCH = 512
-MAX_COMPLETE_BATCH = 1024
-MAX_REASON = 128
-MAX_DESCRIPTION = 4096
-MAX_ERROR = 64 * 1024
-DEAD_LETTER_EXHAUSTED = "MaxDeliveryCountExceeded"
-
-
-def _receipt_ttl_ms() -> int:
-    return int(float(mqlite_settings.RECEIPT_TTL) * 1000)
-
-
-def _receipt_args(queue_id: int, args: str) -> str:
-    # The queue is part of what a replay must repeat: a receipt never answers for a
-    # settlement attempted through another queue.
-    return f"q{queue_id}|{args}"
-
-
-def _write_receipts(
-    cursor: CursorWrapper,
-    queue_id: int,
-    items: Sequence[tuple[int, str]],
-    verb: str,
-    args: str,
-    now: int,
-) -> None:
-    if not items:
-        return
-    args = _receipt_args(queue_id, args)
-    values = ", ".join(["(%s, %s, %s, %s, %s)"] * len(items))
-    params: list[Any] = []
-    expires = now + _receipt_ttl_ms()
-    for seq, token in items:
-        params += [seq, token, verb, args, expires]
-    cursor.execute(
-        f"INSERT INTO mqlite_receipt (seq, lock_token, verb, args, expires_at) VALUES {values}",
-        params,
-    )
-
-
-def _replayed(
-    cursor: CursorWrapper, queue_id: int, seq: int, token: str, verb: str, args: str, now: int
-) -> bool:
-    args = _receipt_args(queue_id, args)
-    cursor.execute(
-        "SELECT 1 FROM mqlite_receipt WHERE seq = %s AND lock_token = %s AND verb = %s "
-        "AND args = %s AND expires_at > %s",
-        [seq, token, verb, args, now],
-    )
-    return cursor.fetchone() is not None
+#: What a verb's statement did: {seq: Settled} for the rows it changed.
+Done = dict[int, Settled]
 
 
 def _settle(
     queue: str,
-    seq: int,
-    lock_token: str,
-    verb: str,
-    args: str,
     using: str | None,
-    apply: Any,
-) -> Any:
-    """Run ``apply(cursor, dialect, queue_row, now)``; it returns None when it matched no
-    row, and then an exact replay succeeds and anything else is LockLostError."""
-    core.check_seq(seq)
-    core.check_token(lock_token)
+    verb: str | None,
+    requests: Sequence[receipts.Request],
+    apply: Callable[[CursorWrapper, Dialect, QueueRow, int], Done],
+) -> list[Settled]:
+    """Run ``apply(cursor, dialect, queue, now)``, the verb's one statement, then write
+    the receipts of what it changed and look up those of what it did not (``verb`` None:
+    no receipts, as for renewals). Returns a ``Settled`` per request, in order."""
+    if not requests:
+        return []
     alias = core.alias_of(using, queue)
-    cursor, dialect = core.ctx(alias)
     with transaction.atomic(using=alias):
+        cursor, dialect = core.ctx(alias)
         q = core.load_queue(cursor, queue)
         now = now_ms()
-        result = apply(cursor, dialect, q, now)
-        if result is None:
-            if _replayed(cursor, q.id, seq, lock_token, verb, args, now):
-                return True
-            raise LockLostError(
-                f"message {seq} on {queue!r}: lock token is not current or its lease ran out"
-            )
-        _write_receipts(cursor, q.id, [(seq, lock_token)], verb, args, now)
-        return result
+        done = apply(cursor, dialect, q, now)
+        replayed: set[int] = set()
+        if verb is not None:
+            receipts.write(cursor, q.id, verb, [r for r in requests if r[0] in done], now)
+            missed = [r for r in requests if r[0] not in done]
+            replayed = receipts.replayed(cursor, q.id, verb, missed, now)
+    return [
+        done.get(seq) or Settled(seq, Outcome.REPLAYED if seq in replayed else Outcome.STALE)
+        for seq, _, _ in requests
+    ]
+
+
+def one(queue: str, results: Sequence[Settled]) -> Settled:
+    """The single-call contract over a batch of one: a stale item is ``LockLostError``."""
+    [result] = results
+    if result.outcome is Outcome.STALE:
+        raise LockLostError(
+            f"message {result.seq} on {queue!r}: lock token is not current or its lease ran out"
+        )
+    return result
+
+
+# -- complete ------------------------------------------------------------------------
+
+
+def complete_many(
+    queue: str,
+    items: Sequence[Pair],
+    *,
+    completions: Sequence[Completion | None] | None = None,
+    using: str | None = None,
+) -> list[Settled]:
+    """Complete many in one transaction: each row is removed, or kept as ``completed``
+    when the queue keeps results. ``completions`` (parallel to ``items``) gives an item
+    a result and an attempt record to keep; a result or attempt JSON cannot hold (NaN,
+    a set, dict keys of mixed types) is an ``InvalidArgumentError`` and nothing is
+    written."""
+    pairs = check_pairs(items, MAX_COMPLETE_BATCH)
+    if completions is not None and len(completions) != len(pairs):
+        raise InvalidArgumentError("completions must be parallel to items")
+
+    def apply(cursor: CursorWrapper, dialect: Dialect, q: QueueRow, now: int) -> Done:
+        # Completions only matter where results are kept (elsewhere the row goes).
+        extra = list(completions or []) if q.keep_results_ms is not None else []
+        kept = [(pairs[k], c) for k, c in enumerate(extra) if c is not None]
+        plain = [pair for k, pair in enumerate(pairs) if not (extra and extra[k])]
+        rows = complete_plain(cursor, dialect, q, plain, now) if plain else []
+        if kept:
+            rows += complete_kept(cursor, dialect, q, kept, now)
+        if rows:
+            core.release_lines(cursor, dialect, q.id, [key for _, key in rows])
+            core.bump_totals(cursor, dialect, q.id, completed=len(rows))
+        return {seq: Settled(seq, Outcome.COMPLETED) for seq, _ in rows}
+
+    return _settle(queue, using, "complete", [(s, t, "") for s, t in pairs], apply)
 
 
 def complete(queue: str, seq: int, lock_token: str, *, using: str | None = None) -> None:
     """Remove the message (or keep it as ``completed`` when the queue keeps results)."""
-    complete_with_result(queue, seq, lock_token, None, using=using)
+    one(queue, complete_many(queue, [(seq, lock_token)], using=using))
 
 
 def complete_with_result(
@@ -124,167 +145,57 @@ def complete_with_result(
     """Complete, keeping ``result`` (JSON) when the queue keeps results. ``attempt`` (JSON,
     not part of the request's identity) is appended to the row's attempt history in the
     same statement."""
-    result_json = core.dumps_arg(result, "result")
-    attempt_json = core.dumps_arg(attempt, "attempt")
-
-    def apply(cursor: CursorWrapper, dialect: Dialect, q: QueueRow, now: int) -> Any:
-        done = _complete_rows(
-            cursor, dialect, q, [(seq, lock_token)], now, result_json, attempt_json
-        )
-        return done or None
-
-    _settle(queue, seq, lock_token, "complete", "", using, apply)
-
-
-def _complete_rows(
-    cursor: CursorWrapper,
-    dialect: Dialect,
-    q: QueueRow,
-    items: Sequence[tuple[int, str]],
-    now: int,
-    result_json: str | None = None,
-    attempt_json: str | None = None,
-) -> list[int]:
-    pairs = ", ".join(["(%s, %s)"] * len(items))
-    flat = [v for item in items for v in item]
-    where = (
-        f"queue_id = %s AND state = 'locked' AND locked_until > %s "
-        f"AND (seq, lock_token) IN (VALUES {pairs})"
-    )
-    if len(items) == 1:
-        where = (
-            "queue_id = %s AND state = 'locked' AND locked_until > %s "
-            "AND seq = %s AND lock_token = %s"
-        )
-    if q.keep_results_ms is not None:
-        history, history_params = _history(dialect, attempt_json)
-        cursor.execute(
-            "UPDATE mqlite_message SET state = 'completed', completed_at = %s, lock_token = NULL, "
-            f"locked_until = NULL, locked_by = NULL, result = {dialect.json_param()}{history} "
-            f"WHERE {where} RETURNING seq, order_key",
-            [now, result_json, *history_params, q.id, now, *flat],
-        )
-    else:
-        cursor.execute(
-            f"DELETE FROM mqlite_message WHERE {where} RETURNING seq, order_key",
-            [q.id, now, *flat],
-        )
-    rows = cursor.fetchall()
-    if rows:
-        core.release_lines(cursor, dialect, q.id, [r[1] for r in rows])
-        core.bump_totals(cursor, dialect, q.id, completed=len(rows))
-    return [r[0] for r in rows]
-
-
-def _complete_kept(
-    cursor: CursorWrapper,
-    dialect: Dialect,
-    q: QueueRow,
-    kept: Sequence[tuple[tuple[int, str], Completion]],
-    now: int,
-) -> list[int]:
-    """Complete many rows of a queue that keeps results, each with its own result and
-    attempt record, in one statement (an UPDATE joined to a VALUES list)."""
-    values = ", ".join([f"(%s, %s, {dialect.json_param()}, {dialect.json_param()})"] * len(kept))
-    params: list[Any] = []
-    for (seq, token), c in kept:
-        params += [
-            seq,
-            token,
-            c._result_json if c._result_json is not None else core.dumps_arg(c.result, "result"),
-            core.dumps_arg(c.attempt, "attempt"),
-        ]
-    append = dialect.json_append_expr("mqlite_message.attempts", "v.attempt")
-    cursor.execute(
-        f"WITH v (seq, token, result, attempt) AS (VALUES {values}) "
-        "UPDATE mqlite_message SET state = 'completed', completed_at = %s, "
-        "lock_token = NULL, locked_until = NULL, locked_by = NULL, result = v.result, "
-        f"attempts = CASE WHEN v.attempt IS NULL THEN mqlite_message.attempts ELSE {append} END "
-        "FROM v WHERE mqlite_message.seq = v.seq AND mqlite_message.lock_token = v.token "
-        "AND mqlite_message.queue_id = %s AND mqlite_message.state = 'locked' "
-        "AND mqlite_message.locked_until > %s "
-        "RETURNING mqlite_message.seq, mqlite_message.order_key",
-        [*params, now, q.id, now],
-    )
-    rows = cursor.fetchall()
-    if rows:
-        core.release_lines(cursor, dialect, q.id, [r[1] for r in rows])
-        core.bump_totals(cursor, dialect, q.id, completed=len(rows))
-    return [r[0] for r in rows]
-
-
-def _history(dialect: Dialect, attempt_json: str | None) -> tuple[str, list[Any]]:
-    """A SET fragment appending one attempt to the row's history, and its parameter."""
-    if attempt_json is None:
-        return "", []
-    return f", attempts = {dialect.json_append_sql('attempts')}", [attempt_json]
+    encoded = core.dumps_arg(result, "result")
+    core.dumps_arg(attempt, "attempt")
+    c = Completion(result=result, attempt=attempt, _result_json=encoded)
+    one(queue, complete_many(queue, [(seq, lock_token)], completions=[c], using=using))
 
 
 def complete_batch(
     queue: str,
-    items: Sequence[tuple[int, str]],
+    items: Sequence[Pair],
     *,
     completions: Sequence[Completion | None] | None = None,
     using: str | None = None,
 ) -> list[bool]:
-    """Complete many in one transaction; a stale item is False (an exact replay is True),
-    never an error. ``completions`` (parallel to ``items``) gives an item a result and
-    an attempt record to keep, like ``complete_with_result``; a result or attempt JSON
-    cannot hold (NaN, a set, dict keys of mixed types) is an ``InvalidArgumentError``
-    and nothing is written."""
-    items = _check_items(items, MAX_COMPLETE_BATCH)
-    if not items:
+    """``complete_many`` answered as a bool per item: a stale item is False (an exact
+    replay is True), never an error."""
+    if not check_pairs(items, MAX_COMPLETE_BATCH):
         return []
-    if completions is not None and len(completions) != len(items):
-        raise InvalidArgumentError("completions must be parallel to items")
-    alias = core.alias_of(using, queue)
-    cursor, dialect = core.ctx(alias)
-    with transaction.atomic(using=alias):
-        q = core.load_queue(cursor, queue)
-        now = now_ms()
-        # Completions only matter where results are kept (elsewhere the row goes).
-        extra = list(completions or []) if q.keep_results_ms is not None else []
-        kept = [(items[k], c) for k, c in enumerate(extra) if c is not None]
-        plain = [item for k, item in enumerate(items) if not (extra and extra[k])]
-        done = set(_complete_rows(cursor, dialect, q, plain, now)) if plain else set()
-        if kept:
-            done.update(_complete_kept(cursor, dialect, q, kept, now))
-        out = []
-        for seq, token in items:
-            ok = seq in done or _replayed(cursor, q.id, seq, token, "complete", "", now)
-            out.append(ok)
-        done_items = [i for i in items if i[0] in done]
-        _write_receipts(cursor, q.id, done_items, "complete", "", now)
-        return out
+    return [r.ok for r in complete_many(queue, items, completions=completions, using=using)]
 
 
-def _check_items(items: object, cap: int) -> list[tuple[int, str]]:
-    if not isinstance(items, list | tuple) or len(items) > cap:
-        raise InvalidArgumentError(f"items must be a list of at most {cap} (seq, lock_token)")
-    out = []
-    seen = set()
-    for item in items:
-        if not isinstance(item, list | tuple) or len(item) != 2:
-            raise InvalidArgumentError("each item must be a (seq, lock_token) pair")
-        pair = (core.check_seq(item[0]), core.check_token(item[1]))
-        if pair[0] in seen:
-            raise InvalidArgumentError(f"seq {pair[0]} appears twice")
-        seen.add(pair[0])
-        out.append(pair)
-    return out
+# -- abandon and reject ------------------------------------------------------------------
 
 
-# Abandon: retry (now, or parked in scheduled until the delay ends) or, when this was
-# the last allowed delivery, dead-letter. Parameters: max, visible, now, visible, max,
-# max, now.
-RETRY_OR_BURY = (
-    "state = CASE WHEN delivery_count >= %s THEN 'dead_lettered' "
-    "WHEN %s > %s THEN 'scheduled' ELSE 'active' END, "
-    "visible_at = %s, lock_token = NULL, locked_until = NULL, locked_by = NULL, "
-    "dead_letter_reason = CASE WHEN delivery_count >= %s "
-    f"THEN '{DEAD_LETTER_EXHAUSTED}' ELSE dead_letter_reason END, "
-    "dead_lettered_at = CASE WHEN delivery_count >= %s THEN %s ELSE dead_lettered_at END"
-)
+def abandon_many(
+    queue: str, items: Sequence[AbandonItem], *, using: str | None = None
+) -> list[Settled]:
+    """Give many back in one statement, each with its own delay and error: active again
+    (``retried``), parked in ``scheduled`` until its delay ends, or, when this was its
+    last allowed delivery, dead-lettered (``MaxDeliveryCountExceeded``) and forwarded
+    where the queue says."""
+    checked = check_abandons(items)
+
+    def apply(cursor: CursorWrapper, dialect: Dialect, q: QueueRow, now: int) -> Done:
+        params: list[Any] = []
+        for seq, token, delay_ms, error, attempt in checked:
+            params += [seq, token, now + delay_ms, error, attempt]
+        values = ", ".join([f"(%s, %s, %s, %s, {dialect.json_param()})"] * len(checked))
+        mx = q.max_delivery_count
+        append = dialect.json_append_expr("mqlite_message.attempts", "v.attempt")
+        hint, where, fence_params = joined_fence(dialect, [c[:2] for c in checked], q.id, now)
+        cursor.execute(
+            ABANDON.format(values=values, append=append, hint=hint, fence=where),
+            [*params, mx, now, mx, mx, now, *fence_params],
+        )
+        rows = cursor.fetchall()
+        dead = [(q.id, seq, key) for seq, state, key in rows if state == "dead_lettered"]
+        core.bump_totals(cursor, dialect, q.id, abandoned=len(rows), retried=len(rows) - len(dead))
+        return _with_burials(cursor, dialect, q, rows, dead, "exhausted")
+
+    requests = [(c[0], c[1], receipts.abandon_args(c[2])) for c in checked]
+    return _settle(queue, using, "abandon", requests, apply)
 
 
 def abandon(
@@ -297,40 +208,36 @@ def abandon(
     attempt: Any = None,
     using: str | None = None,
 ) -> None:
-    """Give the message back: active again, parked in scheduled for ``delay``, or
-    dead-lettered when this was its last allowed delivery. ``error`` (not part of the
-    request's identity) is kept as the message's last error."""
-    delay_ms = 0 if delay is None else core.duration_ms(delay, "delay")
-    if error is not None and not isinstance(error, str):
-        raise InvalidArgumentError("error must be a string")
+    """``abandon_many`` of one message (see ``AbandonItem``)."""
+    item = AbandonItem(seq, lock_token, delay, error, attempt)
+    one(queue, abandon_many(queue, [item], using=using))
 
-    def apply(cursor: CursorWrapper, dialect: Dialect, q: QueueRow, now: int) -> Any:
-        visible = now + delay_ms
-        mx = q.max_delivery_count
-        params: list[Any] = [mx, visible, now, visible, mx, mx, now]
-        err_sql = ", last_error = %s" if error is not None else ""
-        if error is not None:
-            params.append(error[:MAX_ERROR])
-        history, history_params = _history(dialect, core.dumps_arg(attempt, "attempt"))
-        err_sql += history
-        params += history_params
+
+def reject_many(
+    queue: str, items: Sequence[RejectItem], *, using: str | None = None
+) -> list[Settled]:
+    """Dead-letter many at once, each with its reason and description (and forward
+    them where the queue says)."""
+    checked = check_rejects(items)
+
+    def apply(cursor: CursorWrapper, dialect: Dialect, q: QueueRow, now: int) -> Done:
+        params: list[Any] = []
+        for item in checked:
+            params += list(item)
+        placeholders = f"(%s, %s, %s, %s, %s, {dialect.json_param()})"
+        append = dialect.json_append_expr("mqlite_message.attempts", "v.attempt")
+        hint, where, fence_params = joined_fence(dialect, [c[:2] for c in checked], q.id, now)
+        values = ", ".join([placeholders] * len(checked))
         cursor.execute(
-            f"UPDATE mqlite_message SET {RETRY_OR_BURY}{err_sql} "
-            f"WHERE {FENCE} RETURNING state, order_key",
-            [*params, seq, q.id, lock_token, now],
+            REJECT.format(values=values, append=append, hint=hint, fence=where),
+            [*params, now, *fence_params],
         )
-        row = cursor.fetchone()
-        if row is None:
-            return None
-        if row[0] == "dead_lettered":
-            core.release_lines(cursor, dialect, q.id, [row[1]])
-            core.bump_totals(cursor, dialect, q.id, abandoned=1, exhausted=1, dead_lettered=1)
-            forward(cursor, dialect, q, [seq])
-        else:
-            core.bump_totals(cursor, dialect, q.id, abandoned=1, retried=1)
-        return True
+        rows = cursor.fetchall()
+        dead = [(q.id, seq, key) for seq, _, key in rows]
+        return _with_burials(cursor, dialect, q, rows, dead, "rejected")
 
-    _settle(queue, seq, lock_token, "abandon", f"delay_ms={delay_ms}", using, apply)
+    requests = [(c[0], c[1], receipts.reject_args(c[2], c[3])) for c in checked]
+    return _settle(queue, using, "reject", requests, apply)
 
 
 def reject(
@@ -345,58 +252,84 @@ def reject(
     using: str | None = None,
 ) -> None:
     """Dead-letter the message at once with ``reason`` and ``description``."""
-    if not isinstance(reason, str) or not reason or len(reason) > MAX_REASON:
-        raise InvalidArgumentError(f"reason must be a non-empty string of at most {MAX_REASON}")
-    if not isinstance(description, str) or len(description) > MAX_DESCRIPTION:
-        raise InvalidArgumentError(f"description must be a string of at most {MAX_DESCRIPTION}")
+    item = RejectItem(seq, lock_token, reason, description, error, attempt)
+    one(queue, reject_many(queue, [item], using=using))
 
-    def apply(cursor: CursorWrapper, dialect: Dialect, q: QueueRow, now: int) -> Any:
-        history, history_params = _history(dialect, core.dumps_arg(attempt, "attempt"))
+
+def _with_burials(
+    cursor: CursorWrapper,
+    dialect: Dialect,
+    q: QueueRow,
+    rows: Sequence[tuple[int, str, str | None]],
+    dead: Sequence[tuple[int, int, str | None]],
+    cause: str,
+) -> Done:
+    """The outcome of each (seq, new state, order key) an abandon or reject changed,
+    its dead letters buried (released, counted, forwarded) by the one rule."""
+    forwarded = buried(cursor, dialect, dead, cause, source=q)
+    out: Done = {}
+    for seq, state, _ in rows:
+        if seq in forwarded:
+            out[seq] = Settled(seq, Outcome.FORWARDED, forwarded_to=forwarded[seq])
+        else:
+            out[seq] = Settled(seq, Outcome(state if state != "active" else "retried"))
+    return out
+
+
+# -- defer and renew ---------------------------------------------------------------------
+
+
+def defer_many(queue: str, items: Sequence[Pair], *, using: str | None = None) -> list[Settled]:
+    """Set many aside; fetch them later by seq with ``receive_deferred``. A deferred
+    message keeps its place at the head of its line."""
+    pairs = check_pairs(items, MAX_COMPLETE_BATCH)
+
+    def apply(cursor: CursorWrapper, dialect: Dialect, q: QueueRow, now: int) -> Done:
         cursor.execute(
-            "UPDATE mqlite_message SET state = 'dead_lettered', lock_token = NULL, "
-            "locked_until = NULL, locked_by = NULL, dead_letter_reason = %s, "
-            "dead_letter_description = %s, dead_lettered_at = %s, "
-            f"last_error = COALESCE(%s, last_error){history} WHERE {FENCE} RETURNING order_key",
-            [
-                reason,
-                description,
-                now,
-                None if error is None else error[:MAX_ERROR],
-                *history_params,
-                seq,
-                q.id,
-                lock_token,
-                now,
-            ],
+            "UPDATE mqlite_message SET state = 'deferred', lock_token = NULL, "
+            f"locked_until = NULL, locked_by = NULL WHERE {fence(len(pairs))} RETURNING seq",
+            [q.id, now, *(v for pair in pairs for v in pair)],
         )
-        row = cursor.fetchone()
-        if row is None:
-            return None
-        core.release_lines(cursor, dialect, q.id, [row[0]])
-        core.bump_totals(cursor, dialect, q.id, rejected=1, dead_lettered=1)
-        forward(cursor, dialect, q, [seq])
-        return True
+        return {r[0]: Settled(r[0], Outcome.DEFERRED) for r in cursor.fetchall()}
 
-    args = core.dumps([reason, description])
-    _settle(queue, seq, lock_token, "reject", args, using, apply)
+    return _settle(queue, using, "defer", [(s, t, "") for s, t in pairs], apply)
 
 
 def defer(queue: str, seq: int, lock_token: str, *, using: str | None = None) -> None:
-    """Set the message aside; fetch it later by seq with ``receive_deferred``."""
+    """``defer_many`` of one message."""
+    one(queue, defer_many(queue, [(seq, lock_token)], using=using))
 
-    def apply(cursor: CursorWrapper, dialect: Dialect, q: QueueRow, now: int) -> Any:
+
+def renew_many(
+    queue: str,
+    items: Sequence[Pair],
+    *,
+    lock_duration: float | dt.timedelta | None = None,
+    using: str | None = None,
+    worker_id: int | None = None,
+) -> list[Settled]:
+    """Extend many live leases to now + lock duration (never shortened; an expired one
+    is never revived): ``renewed`` with the new ``locked_until``, or ``stale``.
+    ``worker_id`` (the worker holding them) has its heartbeat stamped in the same
+    transaction. Renewals write no receipts (see ``receipts``)."""
+    pairs = check_pairs(items, MAX_RENEW_BATCH)
+    lock_ms = core.optional_lock_ms(lock_duration)
+    core.check_worker_id(worker_id)
+
+    def apply(cursor: CursorWrapper, dialect: Dialect, q: QueueRow, now: int) -> Done:
+        until = now + (lock_ms if lock_ms is not None else q.lock_duration_ms)
+        extend = dialect.greatest_sql("locked_until", "%s")
         cursor.execute(
-            "UPDATE mqlite_message SET state = 'deferred', lock_token = NULL, "
-            f"locked_until = NULL, locked_by = NULL WHERE {FENCE} RETURNING seq",
-            [seq, q.id, lock_token, now],
+            f"UPDATE mqlite_message SET locked_until = {extend} "
+            f"WHERE {fence(len(pairs))} RETURNING seq, locked_until",
+            [until, q.id, now, *(v for pair in pairs for v in pair)],
         )
-        return True if cursor.fetchone() else None
+        rows = cursor.fetchall()
+        if rows and worker_id is not None:
+            core.touch_worker(cursor, worker_id, now)
+        return {s: Settled(s, Outcome.RENEWED, locked_until=from_ms(u)) for s, u in rows}
 
-    _settle(queue, seq, lock_token, "defer", "", using, apply)
-
-
-def _extend(dialect: Dialect) -> str:
-    return dialect.greatest_sql("locked_until", "%s")
+    return _settle(queue, using, None, [(s, t, "") for s, t in pairs], apply)
 
 
 def renew(
@@ -407,90 +340,52 @@ def renew(
     lock_duration: float | dt.timedelta | None = None,
     using: str | None = None,
 ) -> dt.datetime:
-    """Extend a live lease to now + lock duration (never shortens it; never revives an
-    expired one). Returns the new ``locked_until``."""
-    core.check_seq(seq)
-    core.check_token(lock_token)
-    lock_ms = core.optional_lock_ms(lock_duration)
-    alias = core.alias_of(using, queue)
-    cursor, dialect = core.ctx(alias)
-    with transaction.atomic(using=alias):
-        q = core.load_queue(cursor, queue)
-        now = now_ms()
-        until = now + (lock_ms if lock_ms is not None else q.lock_duration_ms)
-        cursor.execute(
-            f"UPDATE mqlite_message SET locked_until = {_extend(dialect)} "
-            f"WHERE {FENCE} RETURNING locked_until",
-            [until, seq, q.id, lock_token, now],
-        )
-        row = cursor.fetchone()
-        if row is None:
-            raise LockLostError(
-                f"message {seq} on {queue!r}: lock token is not current or its lease ran out"
-            )
-        return from_ms(row[0])
+    """Extend a live lease (``renew_many`` of one); returns the new ``locked_until``."""
+    got = one(
+        queue, renew_many(queue, [(seq, lock_token)], lock_duration=lock_duration, using=using)
+    )
+    assert got.locked_until is not None
+    return got.locked_until
 
 
 def renew_batch(
     queue: str,
-    items: Sequence[tuple[int, str]],
+    items: Sequence[Pair],
     *,
     lock_duration: float | dt.timedelta | None = None,
     using: str | None = None,
     worker_id: int | None = None,
 ) -> list[bool]:
-    """Renew many live leases (at most 512); a stale item is False. ``worker_id`` (the
-    worker holding them) has its heartbeat stamped in the same transaction."""
-    items = _check_items(items, MAX_RENEW_BATCH)
-    lock_ms = core.optional_lock_ms(lock_duration)
-    core.check_worker_id(worker_id)
-    if not items:
+    """``renew_many`` answered as a bool per item (at most 512); a stale item is False."""
+    if not check_pairs(items, MAX_RENEW_BATCH):
+        core.optional_lock_ms(lock_duration)
+        core.check_worker_id(worker_id)
         return []
-    alias = core.alias_of(using, queue)
-    cursor, dialect = core.ctx(alias)
-    with transaction.atomic(using=alias):
-        q = core.load_queue(cursor, queue)
-        now = now_ms()
-        until = now + (lock_ms if lock_ms is not None else q.lock_duration_ms)
-        pairs = ", ".join(["(%s, %s)"] * len(items))
-        cursor.execute(
-            f"UPDATE mqlite_message SET locked_until = {_extend(dialect)} "
-            "WHERE queue_id = %s AND state = 'locked' AND locked_until > %s "
-            f"AND (seq, lock_token) IN (VALUES {pairs}) RETURNING seq",
-            [until, q.id, now, *(v for item in items for v in item)],
-        )
-        done = {r[0] for r in cursor.fetchall()}
-        if done and worker_id is not None:
-            core.touch_worker(cursor, worker_id, now)
-        return [seq in done for seq, _ in items]
+    got = renew_many(queue, items, lock_duration=lock_duration, using=using, worker_id=worker_id)
+    return [r.ok for r in got]
 
 
-def release(
-    queue: str, items: Sequence[tuple[int, str]], *, using: str | None = None
-) -> list[bool]:
+def release(queue: str, items: Sequence[Pair], *, using: str | None = None) -> list[bool]:
     """Hand claimed-but-unstarted messages back without burning an attempt.
 
     Each row goes back to ``active`` with its delivery count decremented (the claim that
-    is undone had counted one), fenced on the lock token and a live lease like every
-    settlement. A stale item is False. A worker uses this at shutdown for messages it
-    claimed but never gave to a handler.
+    is undone had counted one), fenced like every settlement. A stale item is False. A
+    worker uses this at shutdown for messages it claimed but never gave to a handler.
     """
-    items = _check_items(items, MAX_COMPLETE_BATCH)
-    if not items:
+    pairs = check_pairs(items, MAX_COMPLETE_BATCH)
+    if not pairs:
         return []
     alias = core.alias_of(using, queue)
-    cursor, _ = core.ctx(alias)
     with transaction.atomic(using=alias):
+        cursor, _ = core.ctx(alias)
         q = core.load_queue(cursor, queue)
         now = now_ms()
-        pairs = ", ".join(["(%s, %s)"] * len(items))
         cursor.execute(
             "UPDATE mqlite_message SET state = 'active', lock_token = NULL, "
             "locked_until = NULL, locked_by = NULL, visible_at = %s, "
             "delivery_count = CASE WHEN delivery_count > 0 THEN delivery_count - 1 ELSE 0 END "
-            "WHERE queue_id = %s AND state = 'locked' AND locked_until > %s "
-            f"AND (seq, lock_token) IN (VALUES {pairs}) RETURNING seq",
-            [now, q.id, now, *(v for item in items for v in item)],
+            f"WHERE {fence(len(pairs))} RETURNING seq",
+            [now, q.id, now, *(v for pair in pairs for v in pair)],
         )
         done = {r[0] for r in cursor.fetchall()}
-        return [seq in done for seq, _ in items]
+        return [seq in done for seq, _ in pairs]

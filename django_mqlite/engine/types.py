@@ -166,3 +166,41 @@ class QueueStats:
 
 def ms_or_none(ms: int | None) -> dt.datetime | None:
     return None if ms is None else from_ms(ms)
+
+
+class Outcome(enum.StrEnum):
+    """What a settlement did to one message (``Settled.outcome``)."""
+
+    COMPLETED = "completed"
+    #: Abandoned: active again at once.
+    RETRIED = "retried"
+    #: Abandoned with a delay: parked in ``scheduled`` until it ends.
+    SCHEDULED = "scheduled"
+    #: Dead-lettered (rejected, or abandoned on its last allowed delivery) and kept here.
+    DEAD_LETTERED = "dead_lettered"
+    #: Dead-lettered and moved at once to the queue's ``forward_dead_letters_to``.
+    FORWARDED = "forwarded"
+    DEFERRED = "deferred"
+    RENEWED = "renewed"
+    #: The token was not current or its lease had run out: nothing was done.
+    STALE = "stale"
+    #: An exact repeat of a settlement that already committed (its receipt answered).
+    REPLAYED = "replayed"
+
+
+@dataclass(frozen=True)
+class Settled:
+    """The answer of a settle verb for one item: what happened to message ``seq``.
+
+    ``forwarded_to`` names the queue a forwarded dead letter moved to; ``locked_until``
+    is the lease a renewal granted."""
+
+    seq: int
+    outcome: Outcome
+    forwarded_to: str | None = None
+    locked_until: dt.datetime | None = None
+
+    @property
+    def ok(self) -> bool:
+        """The settlement holds (it happened now, or it is an exact replay)."""
+        return self.outcome is not Outcome.STALE

@@ -174,41 +174,24 @@ class Job:
         cap = get_queue(msg.queue, using=msg.using).max_delivery_count
         attempt = msg.delivery_count
         if reject is not None:
-            settle.reject(
-                msg.queue,
-                msg.seq,
-                token,
-                reject.reason,
-                reject.description,
-                attempt=self.attempt,
-                using=msg.using,
+            item = settle.RejectItem(
+                msg.seq, token, reject.reason, reject.description, attempt=self.attempt
             )
+            got = settle.reject_many(msg.queue, [item], using=msg.using)
             final = True
         elif attempt >= min(max_attempts, cap):
             text = f"{description} (attempt {attempt} of {max_attempts})"[:4096]
-            settle.reject(
-                msg.queue,
-                msg.seq,
-                token,
-                FAILED_REASON,
-                text,
-                error=tb,
-                attempt=self.attempt,
-                using=msg.using,
+            item = settle.RejectItem(
+                msg.seq, token, FAILED_REASON, text, error=tb, attempt=self.attempt
             )
+            got = settle.reject_many(msg.queue, [item], using=msg.using)
             final = True
         else:
             delay = retry_delay(backoff, attempt)
-            settle.abandon(
-                msg.queue,
-                msg.seq,
-                token,
-                delay=delay,
-                error=tb,
-                attempt=self.attempt,
-                using=msg.using,
-            )
+            abandon = settle.AbandonItem(msg.seq, token, delay, tb, self.attempt)
+            got = settle.abandon_many(msg.queue, [abandon], using=msg.using)
             final = False
+        msg.outcome = settle.one(msg.queue, got)
         msg.settled = "reject" if final else "abandon"
         return final
 
@@ -287,7 +270,8 @@ def bury_invalid(msg: Received, why: str) -> None:
     # The reason may quote the message: made valid UTF-8, so the reject always stores.
     why = why.encode("utf-8", "backslashreplace").decode("utf-8")[:4096]
     logger.warning("task message #%s on %r dead-lettered: %s", msg.seq, msg.queue, why)
-    settle.reject(msg.queue, msg.seq, msg.lock_token, envelope.INVALID_REASON, why, using=msg.using)
+    item = settle.RejectItem(msg.seq, msg.lock_token, envelope.INVALID_REASON, why)
+    msg.outcome = settle.one(msg.queue, settle.reject_many(msg.queue, [item], using=msg.using))
     msg.settled = "reject"
 
 

@@ -25,7 +25,7 @@ from ..engine import core
 from ..engine.claim import receive
 from ..engine.inspect import peek
 from ..engine.queues import create_queue, get_queue
-from ..engine.types import Peeked, State
+from ..engine.types import Outcome, Peeked, State
 from ..exceptions import QueueNotFoundError
 from ..worker import handling
 from ..worker.delivery import Delivery
@@ -86,16 +86,15 @@ def _served(queues: tuple[str, ...], alias: str) -> dict[str, Consumer]:
     return out
 
 
-def _outcome(msg: Any, alias: str) -> str | None:
-    """What became of a handled message: read back from its row."""
-    row = peek(msg.queue, after_seq=msg.seq - 1, limit=1, using=alias)
-    if not row or row[0].seq != msg.seq or row[0].state == State.COMPLETED:
-        return "completed"
-    if row[0].state == State.DEAD_LETTERED:
-        return "dead_lettered"
-    if row[0].state in (State.ACTIVE, State.SCHEDULED):
-        return "retried"
-    return None  # deferred by its handler (or still locked: its lease was lost)
+#: How ``drain`` counts each settlement outcome (``Received.outcome``, as the engine's
+#: verb answered it): a deferred message, a lost lease or a replay is not counted.
+_COUNTED = {
+    Outcome.COMPLETED: "completed",
+    Outcome.RETRIED: "retried",
+    Outcome.SCHEDULED: "retried",
+    Outcome.DEAD_LETTERED: "dead_lettered",
+    Outcome.FORWARDED: "dead_lettered",
+}
 
 
 def drain(
@@ -106,8 +105,13 @@ def drain(
     have been handled. Retries scheduled in the future are left for the caller to reach
     by advancing ``mq.clock``; handler timeouts are not enforced here.
 
-    Returns ``{"completed": n, "retried": n, "dead_lettered": n, "errors": [...]}``:
-    ``errors`` are the exceptions the handlers raised (tasks' included), in order.
+    Returns ``{"completed": n, "retried": n, "dead_lettered": n, "errors": [...]}``,
+    counted from what the settle verbs answered (the worker's own verbs, so a message
+    dead-lettered on its last attempt is forwarded to ``forward_dead_letters_to`` here
+    as in production, and counted as dead-lettered); ``errors`` are the exceptions the
+    handlers raised (tasks' included), in order. A message the handler settled through
+    the module-level functions (``mq.complete(...)``) rather than its own methods is
+    not counted.
     """
     if max_messages is not None:
         core.check_int(max_messages, "max_messages", 0, 2**31)
@@ -143,9 +147,9 @@ def _handle(d: Delivery, alias: str, result: dict[str, Any]) -> None:
             handling.complete(msg, alias)
         else:
             handling.settle_failure(msg, failure, tb, using=alias, backoff=_backoff)
-    outcome = _outcome(msg, alias)
-    if outcome is not None:
-        result[outcome] += 1
+    counted = None if msg.outcome is None else _COUNTED.get(msg.outcome.outcome)
+    if counted is not None:
+        result[counted] += 1
 
 
 def sent(queue: str, *, using: str | None = None, **filters: Any) -> list[Peeked]:

@@ -18,6 +18,7 @@ from typing import Any
 
 from ..engine import settle
 from ..engine.received import Received
+from ..engine.types import Settled
 from ..exceptions import Reject
 from .aio import call_handler
 from .delivery import Delivery
@@ -38,20 +39,23 @@ def run_handler(
     return None, ""
 
 
-def complete(msg: Received, using: str) -> bool:
-    """Complete one successful delivery; False when its lease was lost first."""
+def complete(msg: Received, using: str) -> Settled:
+    """Complete one successful delivery, as the worker's batched completion does for
+    one message (its ``Completion`` carried, its ``on_completed`` called once the
+    completion committed); the outcome is also kept as ``msg.outcome``."""
     token = msg.lock_token
     assert token is not None
     c = msg.completion
-    [done] = settle.complete_batch(
+    [result] = settle.complete_many(
         msg.queue, [(msg.seq, token)], completions=[c] if c else None, using=using
     )
-    if done and c is not None and c.on_completed is not None:
+    msg.outcome = result
+    if result.ok and c is not None and c.on_completed is not None:
         try:
             c.on_completed()
         except Exception:
             logger.exception("after completing %s #%s", msg.queue, msg.seq)
-    return done
+    return result
 
 
 def settle_failure(
@@ -61,21 +65,29 @@ def settle_failure(
     *,
     using: str,
     backoff: Callable[[int], float],
-) -> None:
+) -> Settled:
     """Settle a delivery its handler did not settle: a failure is rejected (``Reject``)
-    or abandoned with ``backoff(delivery_count)``; a success is completed (a late one
-    presents a stale token and raises ``LockLostError``)."""
+    or abandoned with ``backoff(delivery_count)`` (dead-lettered, and forwarded, at the
+    last allowed delivery); a success is completed. A stale token (a late success, a
+    lost lease) raises ``LockLostError``. The outcome is also kept as ``msg.outcome``."""
     token = msg.lock_token
     assert token is not None
+    delay = 0.0
     if failure is None:
-        settle.complete(msg.queue, msg.seq, token, using=using)
+        got = settle.complete_many(msg.queue, [(msg.seq, token)], using=using)
     elif isinstance(failure, Reject):
-        settle.reject(msg.queue, msg.seq, token, failure.reason, failure.description, using=using)
-        logger.info("%s #%s rejected: %s", msg.queue, msg.seq, failure.reason)
+        item = settle.RejectItem(msg.seq, token, failure.reason, failure.description)
+        got = settle.reject_many(msg.queue, [item], using=using)
     else:
         delay = backoff(msg.delivery_count)
-        settle.abandon(msg.queue, msg.seq, token, delay=delay, error=tb, using=using)
+        abandon = settle.AbandonItem(msg.seq, token, delay=delay, error=tb)
+        got = settle.abandon_many(msg.queue, [abandon], using=using)
+    msg.outcome = result = settle.one(msg.queue, got)
+    if isinstance(failure, Reject):
+        logger.info("%s #%s rejected: %s", msg.queue, msg.seq, failure.reason)
+    elif failure is not None:
         log_failure(msg, failure, delay)
+    return result
 
 
 def log_failure(msg: Received, failure: BaseException, delay: float) -> None:

@@ -16,6 +16,7 @@ import signal
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable
 from types import FrameType
 from typing import Any
@@ -91,6 +92,9 @@ class Worker:
         self.worker_id: int | None = None
         self._skew_leases: list[float] = []
         self.claimed = 0
+        #: What this worker's batched settlements did, by outcome (``engine.types.Outcome``)
+        #: as the engine's verbs answered: completed, retried, dead_lettered, forwarded...
+        self.outcomes: Counter[str] = Counter()
         self.stop_reason: str | None = None
         self._drain_deadline: float | None = None
         self._wake_key = f"#worker-{id(self)}"
@@ -234,7 +238,13 @@ class Worker:
                     wid, self.using, claimed=self.claimed, failed=self.pool.failures
                 )
             )
-        logger.info("worker %s stopped (%s)", self.worker_id, self.stop_reason or "done")
+        settled = ", ".join(f"{n} {name}" for name, n in sorted(self.outcomes.items()))
+        logger.info(
+            "worker %s stopped (%s)%s",
+            self.worker_id,
+            self.stop_reason or "done",
+            f"; settled in batches: {settled}" if settled else "",
+        )
         self._close_connection()
 
     def _safely(self, step: Callable[[], Any]) -> None:
@@ -435,8 +445,8 @@ class Worker:
             age = self.pool.oldest_done_age(time.monotonic())
             if not prefetch.flush_due(done, age, pending + running):
                 return
-        settlement.flush_completions(self.pool, self.using)
-        settlement.flush_failures(self.pool, self.using)
+        self.outcomes.update(settlement.flush_completions(self.pool, self.using))
+        self.outcomes.update(settlement.flush_failures(self.pool, self.using))
 
     def _release(self, ds: list[Delivery]) -> None:
         settlement.release(ds, self.using)

@@ -1,22 +1,23 @@
 """What a worker's main thread writes for the messages it holds: lease renewals,
 batched completions (the group commit of ``prefetch``) and releases at shutdown.
 
-Each function issues one statement per queue and batch, and is safe to repeat after a
-database error: a renewal is idempotent, a completion that did commit is an exact
-replay (its receipt makes the retry succeed) and a release is fenced on the token.
+Each function issues one statement per queue and batch through the engine's settle verbs
+(the same ones ``mq.complete`` and ``mq.abandon`` use), and is safe to repeat after a
+database error: a renewal is idempotent, a completion or abandon that did commit is an
+exact replay (its receipt makes the retry succeed) and a release is fenced on the token.
 """
 
 from __future__ import annotations
 
 import logging
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 
 from django.db import Error as DatabaseError
 
 from ..engine import core, settle
-from ..engine.abandon_batch import abandon_batch
 from ..engine.clock import now_ms
+from ..engine.types import Outcome
 from .delivery import Delivery
 from .pool import Pool
 
@@ -54,11 +55,17 @@ def renew_due(pool: Pool, using: str, worker_id: int | None = None) -> None:
                     logger.warning("%s #%s: lease lost while held", queue, d.msg.seq)
 
 
-def flush_completions(pool: Pool, using: str) -> None:
-    """Complete every finished message, one statement per queue and batch."""
+def flush_completions(pool: Pool, using: str) -> Counter[str]:
+    """Complete every finished message, one statement per queue and batch; returns the
+    outcomes by name. A delivery whose lease is known lost is not presented (another
+    delivery may hold the message now). On a database error every delivery not yet
+    flushed goes back to the pool, lease and all, and the error propagates: the next
+    flush retries them, and a batch that did commit answers as an exact replay."""
+    outcomes: Counter[str] = Counter()
     todo = []
     for d in pool.take_done():
-        if d.lost:  # its lease ran out while held: another delivery may have it now
+        if d.lost:
+            outcomes[Outcome.STALE] += 1
             _after_completion(d.msg.queue, d, False)
         else:
             todo.append(d)
@@ -67,42 +74,58 @@ def flush_completions(pool: Pool, using: str) -> None:
         for part in core.chunks(ds, settle.MAX_COMPLETE_BATCH):
             completions = [d.msg.completion for d in part]
             try:
-                ok = settle.complete_batch(
+                got = settle.complete_many(
                     queue,
                     [d.item() for d in part],
                     completions=completions if any(completions) else None,
                     using=using,
                 )
             except DatabaseError:
-                # Keep them (and their leases) for the next tick: a retry of a batch
-                # that did commit is an exact replay and succeeds.
                 pool.give_back_done([d for d in todo if id(d) not in flushed])
                 raise
             flushed.update(id(d) for d in part)
-            for d, done in zip(part, ok, strict=True):
-                _after_completion(queue, d, done)
+            for d, result in zip(part, got, strict=True):
+                outcomes[result.outcome] += 1
+                _after_completion(queue, d, result.ok)
+    return outcomes
 
 
-def flush_failures(pool: Pool, using: str) -> None:
-    """Abandon every failed attempt (retry with its backoff, or dead-letter at the last
-    delivery), one statement per queue and batch."""
-    todo = [f for f in pool.take_failed() if not f[0].lost]
+def flush_failures(pool: Pool, using: str) -> Counter[str]:
+    """Abandon every failed attempt through the engine's one abandon verb (retry with
+    its backoff, or dead-letter and forward at the last delivery), one statement per
+    queue and batch; returns the outcomes by name. Lost deliveries and database errors
+    are handled as in ``flush_completions``."""
+    outcomes: Counter[str] = Counter()
+    todo = []
+    for f in pool.take_failed():
+        if f[0].lost:
+            outcomes[Outcome.STALE] += 1
+            logger.warning("%s #%s: could not abandon: lease lost", f[0].msg.queue, f[0].msg.seq)
+        else:
+            todo.append(f)
     by: dict[str, list[tuple[Delivery, float, str]]] = defaultdict(list)
     for f in todo:
         by[f[0].msg.queue].append(f)
     flushed: set[int] = set()
     for queue, fs in by.items():
         for part in core.chunks(fs, settle.MAX_COMPLETE_BATCH):
-            items = [(*d.item(), delay, tb) for d, delay, tb in part]
+            items = [_abandon_item(d, delay, tb) for d, delay, tb in part]
             try:
-                ok = abandon_batch(queue, items, using=using)
+                got = settle.abandon_many(queue, items, using=using)
             except DatabaseError:
                 pool.give_back_failed([f for f in todo if id(f) not in flushed])
                 raise
             flushed.update(id(f) for f in part)
-            for (d, _delay, _tb), done in zip(part, ok, strict=True):
-                if not done:
+            for (d, _delay, _tb), result in zip(part, got, strict=True):
+                outcomes[result.outcome] += 1
+                if not result.ok:
                     logger.warning("%s #%s: could not abandon: lease lost", queue, d.msg.seq)
+    return outcomes
+
+
+def _abandon_item(d: Delivery, delay: float, tb: str) -> settle.AbandonItem:
+    seq, token = d.item()
+    return settle.AbandonItem(seq, token, delay, tb)
 
 
 def _after_completion(queue: str, d: Delivery, done: bool) -> None:

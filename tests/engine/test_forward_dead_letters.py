@@ -94,3 +94,62 @@ def test_option_is_checked(q: str) -> None:
     with pytest.raises(mq.InvalidArgumentError):
         mq.create_queue("other", forward_dead_letters_to="bad name")
     assert mq.create_queue("other", forward_dead_letters_to=q).forward_dead_letters_to == q
+
+
+# Every path that dead-letters goes through ``dead_letters.buried``: one test per path.
+
+
+def test_exhausted_by_a_batch_abandon_is_forwarded(pair: tuple[str, str]) -> None:
+    from django_mqlite.engine import settle
+    from django_mqlite.engine.types import Outcome
+
+    src, dlq = pair
+    mq.send_batch(src, [mq.OutMessage("a"), mq.OutMessage("b")])
+    for outcome in (Outcome.RETRIED, Outcome.FORWARDED):
+        got = mq.receive(src, max_messages=2)
+        items = [settle.AbandonItem(m.seq, m.lock_token or "", error="e") for m in got]
+        assert {r.outcome for r in settle.abandon_many(src, items)} == {outcome}
+    assert sorted(p.text() for p in mq.peek(dlq)) == ["a", "b"]
+    assert {p.state for p in mq.peek(dlq)} == {"active"} and mq.peek(src) == []
+    t = mq.stats(src).totals
+    assert (t["exhausted"], t["dead_lettered"], t["redriven"]) == (2, 2, 2)
+
+
+def test_a_single_abandon_says_where_it_forwarded(pair: tuple[str, str]) -> None:
+    src, dlq = pair
+    mq.send(src, "x")
+    mq.receive(src)[0].abandon()
+    (m,) = mq.receive(src)
+    m.abandon()
+    assert m.outcome is not None
+    assert (m.outcome.outcome, m.outcome.forwarded_to) == ("forwarded", dlq)
+
+
+def test_a_dead_workers_lock_on_the_last_delivery_is_forwarded(
+    pair: tuple[str, str], clock: mq.clock.FrozenClock
+) -> None:
+    from django_mqlite.models import Worker
+
+    src, dlq = pair
+    now = clock.now_ms()
+    dead = Worker.objects.create(host="h", pid=1, queues=[src], started_at=now, last_seen=now).pk
+    mq.send(src, "x")
+    for _ in range(2):
+        mq.receive(src, worker_id=dead, lock_duration=600)
+        clock.advance(60)  # silent far longer than WORKER_STALE_AFTER, the lease still live
+        reaped = mq.reap()
+        assert reaped["stale_worker_locks"] == 1 and reaped["expired_locks"] == 0
+    assert [(p.state, p.text()) for p in mq.peek(dlq)] == [("active", "x")]
+    assert mq.peek(src) == []
+    assert mq.stats(src).totals["exhausted"] == 1
+
+
+def test_a_buried_waiting_message_is_forwarded(pair: tuple[str, str]) -> None:
+    """``bury`` (how the Tasks backend cancels a task) dead-letters a waiting message."""
+    from django_mqlite.engine.redrive import bury
+
+    src, dlq = pair
+    seq = mq.send(src, "x")
+    assert bury(src, seq, "Cancelled")
+    assert [(p.seq, p.state) for p in mq.peek(dlq)] == [(seq, "active")]
+    assert mq.stats(src).totals["rejected"] == 1

@@ -45,7 +45,7 @@ def message_statements(run: Callable[[], object]) -> Iterator[str]:
     for q in ctx.captured_queries:
         sql = q["sql"]
         if "mqlite_message" in sql and sql.lstrip().upper().startswith(
-            ("SELECT", "UPDATE", "DELETE", "INSERT INTO MQLITE_MESSAGE")
+            ("SELECT", "UPDATE", "DELETE", "INSERT INTO MQLITE_MESSAGE", "WITH")
         ):
             yield sql
 
@@ -202,3 +202,37 @@ def test_result_retention_reads_a_range_per_queue(backlog: None) -> None:
         assert re.search(r"Index Cond: \(\(queue_id = q\.id\) AND \(completed_at <= ", plan) or (
             "mqlite_msg_state" in plan and "queue_id = q.id" in plan
         ), plan
+
+
+def test_every_settle_verb_seeks_single_and_batched(backlog: None) -> None:
+    """The settle verbs' statements never scan the message table, and a settlement of
+    one message (pairs matched by ``seq =``, or joined to a one-row ``VALUES`` list with
+    its pair also given as constants) keeps the plan a single settlement always had."""
+    from django_mqlite.engine import settle
+
+    mq.send_batch("big", [mq.OutMessage(b"y") for _ in range(40)])
+    got = mq.receive("big", max_messages=40)
+    pairs = [(m.seq, m.lock_token or "") for m in got]
+    by_pk = ("mqlite_message_pkey", "INTEGER PRIMARY KEY")
+    singles: list[Callable[[], object]] = [
+        lambda: mq.abandon("big", *pairs[0], delay=5),
+        lambda: mq.reject("big", *pairs[4], "Bad"),
+        lambda: mq.defer("big", *pairs[8]),
+        lambda: mq.renew("big", *pairs[12]),
+        lambda: settle.complete_with_result("big", *pairs[20], {"ok": 1}),
+        lambda: mq.complete("big", *pairs[21]),
+    ]
+    # PostgreSQL's planner has always taken the small partial index of locked rows for
+    # these as readily as the key (the same cost); SQLite takes the key.
+    one = by_pk if connection.vendor == "sqlite" else (*by_pk, "mqlite_msg_lease")
+    for run in singles:
+        assert_seeks(run, one)
+    batches: list[Callable[[], object]] = [
+        lambda: settle.abandon_many("big", [settle.AbandonItem(*p) for p in pairs[1:4]]),
+        lambda: settle.reject_many("big", [settle.RejectItem(*p, "Bad") for p in pairs[5:8]]),
+        lambda: settle.defer_many("big", pairs[9:12]),
+        lambda: mq.renew_batch("big", pairs[13:16]),
+        lambda: mq.complete_batch("big", pairs[16:20]),
+    ]
+    for run in batches:  # by key, or by the partial index of locked rows
+        assert_seeks(run, (*by_pk, "mqlite_msg_"))

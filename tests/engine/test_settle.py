@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 import pytest
 
@@ -225,3 +226,58 @@ def test_a_bad_worker_id_is_a_typed_error_and_changes_nothing(q: str, bad: objec
         mq.renew_batch(q, [(m.seq, m.lock_token)], worker_id=bad)  # type: ignore[arg-type]
     [p] = mq.peek(q)
     assert (p.state, p.delivery_count) == ("locked", 1)
+
+
+# -- what the verbs answer, and where they take their cursor ---------------------------
+
+
+def test_each_verb_says_what_it_did(make_queue: Any, clock: mq.clock.FrozenClock) -> None:
+    from django_mqlite.engine import settle
+    from django_mqlite.engine.types import Outcome
+
+    q = make_queue("said", max_delivery_count=1).name
+    mq.send_batch(q, [mq.OutMessage(i) for i in range(5)])
+    a, b, c, d, e = mq.receive(q, max_messages=5)
+    assert [r.outcome for r in settle.complete_many(q, [(a.seq, a.lock_token or "")])] == [
+        Outcome.COMPLETED
+    ]
+    [deferred] = settle.defer_many(q, [(b.seq, b.lock_token or "")])
+    [renewed] = settle.renew_many(q, [(c.seq, c.lock_token or "")], lock_duration=60)
+    assert (deferred.outcome, renewed.outcome) == (Outcome.DEFERRED, Outcome.RENEWED)
+    assert renewed.locked_until == clock.now() + dt.timedelta(seconds=60)
+    [buried] = settle.abandon_many(q, [settle.AbandonItem(c.seq, c.lock_token or "")])
+    [rejected] = settle.reject_many(q, [settle.RejectItem(d.seq, d.lock_token or "", "Bad")])
+    assert (buried.outcome, rejected.outcome) == (Outcome.DEAD_LETTERED, Outcome.DEAD_LETTERED)
+    [stale] = settle.complete_many(q, [(e.seq, "wrong")])
+    assert (stale.outcome, stale.ok) == (Outcome.STALE, False)
+
+
+@pytest.mark.django_db(transaction=True)  # no test transaction around the verbs
+def test_every_verb_opens_its_cursor_inside_its_transaction(
+    q: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cursor taken before ``atomic()`` belongs to whatever connection the thread had
+    then; inside, it is the connection the transaction runs on."""
+    from django.db import connections
+
+    from django_mqlite.engine import core
+
+    real = core.ctx
+    seen: list[bool] = []
+
+    def ctx(alias: str) -> Any:
+        seen.append(connections[alias].in_atomic_block)
+        return real(alias)
+
+    monkeypatch.setattr(core, "ctx", ctx)
+    mq.send_batch(q, [mq.OutMessage(i) for i in range(6)])
+    ms = mq.receive(q, max_messages=6)
+    seen.clear()
+    mq.renew(q, ms[0].seq, ms[0].lock_token or "")
+    ms[0].complete()
+    ms[1].abandon()
+    ms[2].reject("Bad")
+    ms[3].defer()
+    mq.complete_batch(q, [(ms[4].seq, ms[4].lock_token or "")])
+    mq.renew_batch(q, [(ms[5].seq, ms[5].lock_token or "")])
+    assert seen == [True] * 7

@@ -10,7 +10,7 @@ from django.test import override_settings
 
 import django_mqlite as mq
 from django_mqlite.tasks.compat import TaskResultStatus, task_finished, task_started
-from django_mqlite.testing import drain
+from django_mqlite.testing import drain, sent
 from tests.testing.tasks import fails_with_backoff
 from tests.workerproject.recorder.tasks import add, always_fails, async_mul, flaky
 
@@ -112,6 +112,37 @@ def test_reject_and_exhaustion_dead_letter(register: Any) -> None:
     assert reasons == ["bad-order", "MaxDeliveryCountExceeded"]
     [_, exhausted] = mq.peek("orders", state="dead_lettered")
     assert "RuntimeError: always" in (exhausted.last_error or "")
+
+
+def test_drain_forwards_dead_letters_as_the_worker_does(register: Any) -> None:
+    """The last failed attempt is dead-lettered by the worker's own abandon verb, which
+    forwards it; the count comes from the verb's answer, not from re-reading the row."""
+    mq.create_queue("orders.dlq")
+    mq.create_queue("orders", max_delivery_count=1, forward_dead_letters_to="orders.dlq")
+
+    def handle(msg: mq.Received) -> None:
+        if msg.text() == "reject":
+            raise mq.Reject("bad-order")
+        raise RuntimeError("always")
+
+    register("orders", handle)
+    mq.send("orders", "reject")
+    mq.send("orders", "fail")
+    result = drain("orders")
+    assert (result["completed"], result["retried"], result["dead_lettered"]) == (0, 0, 2)
+    assert mq.peek("orders") == []
+    assert sorted(p.text() for p in sent("orders.dlq")) == ["fail", "reject"]
+
+
+def test_drain_counts_what_the_verbs_answered(register: Any, monkeypatch: Any) -> None:
+    """drain never peeks at a handled message to guess what became of it."""
+    from django_mqlite import testing
+
+    mq.create_queue("orders")
+    register("orders", lambda msg: None)
+    mq.send("orders", "x")
+    monkeypatch.setattr(testing, "peek", None)  # a re-read would now fail
+    assert drain("orders") == {**EMPTY, "completed": 1}
 
 
 def test_a_handler_that_settles_itself_is_left_alone(register: Any) -> None:

@@ -41,6 +41,11 @@ class Dialect:
         where the database has a way to say so."""
         return ""
 
+    def key_hint(self) -> str:
+        """Placed after ``UPDATE mqlite_message``: keeps a statement that names its row
+        by primary key on the key, where a join would draw the planner to an index."""
+        return ""
+
     def lock_suffix(self) -> str:
         """Appended to a claim's inner SELECT."""
         return ""

@@ -17,6 +17,10 @@ class SQLiteDialect(Dialect):
         # ANALYZE; INDEXED BY makes the plan fixed (and fails loudly if it cannot be).
         return f"INDEXED BY {index}"
 
+    def key_hint(self) -> str:
+        # NOT INDEXED still allows the rowid (primary key) lookup.
+        return "NOT INDEXED"
+
     def json_append_sql(self, column: str) -> str:
         return self.json_append_expr(column, "%s")
 

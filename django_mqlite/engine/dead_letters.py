@@ -1,0 +1,120 @@
+"""Dead-lettering: what follows every burial, whichever path buried the message.
+
+A message becomes ``dead_lettered`` on these paths: ``reject``; ``abandon`` on its last
+allowed delivery (a single call or a batch, the worker's failed attempts included); the
+reaper's lock expiry on the last delivery and its reclaim of a dead worker's locks on
+the last delivery; TTL expiry on a queue with ``dead_letter_on_expire``; and ``bury``
+(a cancelled task). Each path's own guarded statement sets the state and the reason and
+returns the rows it buried; then, in the same transaction, it calls ``buried``, the one
+function that decides what a burial entails:
+
+- the line the message leaves is released (its group's next message becomes claimable);
+- the queue counts it: ``dead_lettered`` and its cause (``exhausted``, ``rejected`` or
+  ``expired``), so ``dead_lettered == exhausted + rejected + TTL dead-letters`` holds;
+- when the queue names a ``forward_dead_letters_to`` that exists, the message moves
+  there at once as an active message (delivery count reset), counted as redriven on
+  the source and enqueued on the target. A target that no longer exists leaves it here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from django.db.backends.utils import CursorWrapper
+
+from . import core
+from .clock import now_ms
+from .core import QueueRow
+from .dialects import Dialect
+from .types import Ordering
+
+#: What made a message a dead letter, as the lifetime counter that counts it.
+CAUSES = ("exhausted", "rejected", "expired")
+#: The reason of a message buried on its last allowed delivery (abandon or lease expiry).
+EXHAUSTED_REASON = "MaxDeliveryCountExceeded"
+
+#: (queue id, seq, order_key) of a row a statement has just dead-lettered.
+Buried = tuple[int, int, str | None]
+
+
+def buried(
+    cursor: CursorWrapper,
+    dialect: Dialect,
+    rows: Sequence[Buried],
+    cause: str,
+    *,
+    source: QueueRow | None = None,
+) -> dict[int, str]:
+    """Release, count and forward rows just dead-lettered for ``cause`` (see the module
+    docstring). ``source``, when given, is the queue every row belongs to (it saves
+    reading it again). Returns ``{seq: target queue name}`` for the forwarded ones."""
+    assert cause in CAUSES
+    if not rows:
+        return {}
+    core.release_by_queue(cursor, dialect, [(q, key) for q, _, key in rows])
+    per_queue: dict[int, list[int]] = {}
+    for queue_id, seq, _ in rows:
+        per_queue.setdefault(queue_id, []).append(seq)
+    for queue_id, seqs in per_queue.items():
+        core.bump_totals(cursor, dialect, queue_id, dead_lettered=len(seqs), **{cause: len(seqs)})
+    sources = _forwarding_sources(cursor, sorted(per_queue), source)
+    out: dict[int, str] = {}
+    for q in sources:
+        target = _target(cursor, q)
+        if target is not None:
+            for seq in move_rows(cursor, dialect, q, target, sorted(per_queue[q.id])):
+                out[seq] = target.name
+    return out
+
+
+def _forwarding_sources(
+    cursor: CursorWrapper, queue_ids: list[int], source: QueueRow | None
+) -> list[QueueRow]:
+    if source is not None:
+        assert queue_ids == [source.id]
+        return [source] if source.forward_dead_letters_to is not None else []
+    cursor.execute(
+        f"SELECT {core.QUEUE_COLUMNS} FROM mqlite_queue WHERE forward_dead_letters_to "
+        f"IS NOT NULL AND id IN ({core.placeholders(len(queue_ids))})",
+        queue_ids,
+    )
+    return [QueueRow(*row) for row in cursor.fetchall()]
+
+
+def _target(cursor: CursorWrapper, source: QueueRow) -> QueueRow | None:
+    cursor.execute(
+        f"SELECT {core.QUEUE_COLUMNS} FROM mqlite_queue WHERE name = %s",
+        [source.forward_dead_letters_to],
+    )
+    row = cursor.fetchone()
+    return None if row is None else QueueRow(*row)
+
+
+def move_rows(
+    cursor: CursorWrapper, dialect: Dialect, source: QueueRow, target: QueueRow, seqs: list[int]
+) -> list[int]:
+    """Make these dead letters of ``source`` active messages of ``target`` (which may be
+    ``source``): delivery count reset, back in their lines. Redrive and forwarding both
+    move rows with this. Returns the seqs moved."""
+    now = now_ms()
+    strict = target.ordering == Ordering.STRICT_FIFO
+    expires = None if target.default_ttl_ms is None else now + target.default_ttl_ms
+    cursor.execute(
+        "UPDATE mqlite_message SET state = 'active', queue_id = %s, delivery_count = 0, "
+        "visible_at = %s, expires_at = %s, dead_letter_reason = NULL, "
+        "dead_letter_description = NULL, dead_lettered_at = NULL, "
+        f"order_key = {'%s' if strict else 'group_id'}, "
+        f"blocked = {'1' if strict else 'CASE WHEN group_id IS NULL THEN 0 ELSE 1 END'} "
+        "WHERE queue_id = %s AND state = 'dead_lettered' "
+        f"AND seq IN ({core.placeholders(len(seqs))}) "
+        "RETURNING seq, order_key",
+        [target.id, now, expires, *([""] if strict else []), source.id, *seqs],
+    )
+    rows = cursor.fetchall()
+    # Moved rows rejoin their lines blocked; the line's head is then re-established.
+    core.release_lines(cursor, dialect, target.id, [key for _, key in rows])
+    if rows:
+        core.bump_totals(cursor, dialect, source.id, redriven=len(rows))
+        if target.id != source.id:
+            core.bump_totals(cursor, dialect, target.id, enqueued=len(rows))
+    return [seq for seq, _ in rows]

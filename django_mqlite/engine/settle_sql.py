@@ -1,0 +1,141 @@
+"""The settle verbs' statements (see ``settle`` for the rule they follow).
+
+Each is fenced the same way: the row is ``locked`` under the presented token and its
+lease is live (``locked_until > now``). Pairs are matched with ``seq = %s AND
+lock_token = %s`` for one item and ``(seq, lock_token) IN (VALUES ...)`` for more, or,
+where each item carries its own arguments (abandon, reject, completions with results),
+by joining a ``VALUES`` list ``v``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from django.db.backends.utils import CursorWrapper
+
+from . import core
+from .core import QueueRow
+from .dead_letters import EXHAUSTED_REASON
+from .dialects import Dialect
+from .types import Completion
+
+
+def fence(n: int) -> str:
+    """The WHERE clause of a settlement of ``n`` (seq, lock_token) pairs. Parameters:
+    the queue id, now, then the pairs flattened."""
+    live = "queue_id = %s AND state = 'locked' AND locked_until > %s"
+    if n == 1:
+        return f"{live} AND seq = %s AND lock_token = %s"
+    return f"{live} AND (seq, lock_token) IN (VALUES {', '.join(['(%s, %s)'] * n)})"
+
+
+def joined_fence(
+    dialect: Dialect, pairs: Sequence[tuple[int, str]], queue_id: int, now: int
+) -> tuple[str, str, list[Any]]:
+    """For a statement joined to its items ``v`` (seq, token, ...): the hint placed after
+    ``UPDATE mqlite_message``, the WHERE clause, and its parameters (which come last).
+    For one item the pair is also given as constants and the row is found by its primary
+    key, as a single settlement always was; for more the join matches them."""
+    live = (
+        "mqlite_message.queue_id = %s AND mqlite_message.state = 'locked' "
+        "AND mqlite_message.locked_until > %s"
+    )
+    if len(pairs) == 1:
+        [(seq, token)] = pairs
+        where = f"mqlite_message.seq = %s AND mqlite_message.lock_token = %s AND {live}"
+        return dialect.key_hint(), where, [seq, token, queue_id, now]
+    where = f"mqlite_message.seq = v.seq AND mqlite_message.lock_token = v.token AND {live}"
+    return "", where, [queue_id, now]
+
+
+#: Keep the attempt record of ``v`` (JSON or NULL) in the row's history.
+_ATTEMPTS = "attempts = CASE WHEN v.attempt IS NULL THEN mqlite_message.attempts ELSE {append} END"
+
+# -- name: abandon ---------------------------------------------------------------------
+# Retry (now, or parked in scheduled until the item's visible time) or, when this was
+# the last allowed delivery, dead-letter. Parameters: the VALUES rows (seq, token,
+# visible_at, error, attempt), then max, now, max, max, now, then ``joined_fence``'s.
+ABANDON = (
+    "WITH v (seq, token, visible, error, attempt) AS (VALUES {values}) "
+    "UPDATE mqlite_message {hint} SET "
+    "state = CASE WHEN delivery_count >= %s THEN 'dead_lettered' "
+    "WHEN v.visible > %s THEN 'scheduled' ELSE 'active' END, "
+    "visible_at = v.visible, lock_token = NULL, locked_until = NULL, locked_by = NULL, "
+    "dead_letter_reason = CASE WHEN delivery_count >= %s "
+    f"THEN '{EXHAUSTED_REASON}' ELSE dead_letter_reason END, "
+    "dead_lettered_at = CASE WHEN delivery_count >= %s THEN %s ELSE dead_lettered_at END, "
+    f"last_error = COALESCE(v.error, mqlite_message.last_error), {_ATTEMPTS} "
+    "FROM v WHERE {fence} "
+    "RETURNING mqlite_message.seq, mqlite_message.state, mqlite_message.order_key"
+)
+
+# -- name: reject ----------------------------------------------------------------------
+# Parameters: the VALUES rows (seq, token, reason, description, error, attempt), then
+# now, then ``joined_fence``'s.
+REJECT = (
+    "WITH v (seq, token, reason, description, error, attempt) AS (VALUES {values}) "
+    "UPDATE mqlite_message {hint} SET state = 'dead_lettered', lock_token = NULL, "
+    "locked_until = NULL, locked_by = NULL, dead_letter_reason = v.reason, "
+    "dead_letter_description = v.description, dead_lettered_at = %s, "
+    f"last_error = COALESCE(v.error, mqlite_message.last_error), {_ATTEMPTS} "
+    "FROM v WHERE {fence} "
+    "RETURNING mqlite_message.seq, mqlite_message.state, mqlite_message.order_key"
+)
+
+
+def complete_plain(
+    cursor: CursorWrapper,
+    dialect: Dialect,
+    q: QueueRow,
+    pairs: Sequence[tuple[int, str]],
+    now: int,
+) -> list[tuple[int, str | None]]:
+    """Complete these pairs (no result or attempt to keep); (seq, order_key) of each
+    row completed."""
+    flat = [v for pair in pairs for v in pair]
+    where = fence(len(pairs))
+    if q.keep_results_ms is not None:
+        cursor.execute(
+            "UPDATE mqlite_message SET state = 'completed', completed_at = %s, lock_token = NULL, "
+            f"locked_until = NULL, locked_by = NULL, result = NULL WHERE {where} "
+            "RETURNING seq, order_key",
+            [now, q.id, now, *flat],
+        )
+    else:
+        cursor.execute(
+            f"DELETE FROM mqlite_message WHERE {where} RETURNING seq, order_key",
+            [q.id, now, *flat],
+        )
+    return [(r[0], r[1]) for r in cursor.fetchall()]
+
+
+def complete_kept(
+    cursor: CursorWrapper,
+    dialect: Dialect,
+    q: QueueRow,
+    kept: Sequence[tuple[tuple[int, str], Completion]],
+    now: int,
+) -> list[tuple[int, str | None]]:
+    """Complete rows of a queue that keeps results, each with its own result and
+    attempt record, in one statement (an UPDATE joined to a VALUES list)."""
+    values = ", ".join([f"(%s, %s, {dialect.json_param()}, {dialect.json_param()})"] * len(kept))
+    params: list[Any] = []
+    for (seq, token), c in kept:
+        params += [
+            seq,
+            token,
+            c._result_json if c._result_json is not None else core.dumps_arg(c.result, "result"),
+            core.dumps_arg(c.attempt, "attempt"),
+        ]
+    append = dialect.json_append_expr("mqlite_message.attempts", "v.attempt")
+    hint, where, fence_params = joined_fence(dialect, [pair for pair, _ in kept], q.id, now)
+    cursor.execute(
+        f"WITH v (seq, token, result, attempt) AS (VALUES {values}) "
+        f"UPDATE mqlite_message {hint} SET state = 'completed', completed_at = %s, "
+        "lock_token = NULL, locked_until = NULL, locked_by = NULL, result = v.result, "
+        f"{_ATTEMPTS.format(append=append)} FROM v WHERE {where} "
+        "RETURNING mqlite_message.seq, mqlite_message.order_key",
+        [*params, now, *fence_params],
+    )
+    return [(r[0], r[1]) for r in cursor.fetchall()]
