@@ -6,6 +6,7 @@ never imports models, so it is safe in settings, ``AppConfig`` and task modules.
 
 from __future__ import annotations
 
+from . import admission
 from .consumers import consumer
 from .engine import clock
 from .engine.aio import apeek, areceive, asend, asend_batch, astats
@@ -74,6 +75,7 @@ __all__ = [
     "Reject",
     "State",
     "abandon",
+    "admission",
     "apeek",
     "areceive",
     "asend",

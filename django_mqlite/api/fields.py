@@ -56,27 +56,16 @@ class StrictCharField(serializers.CharField):
 
 @extend_schema_field({"type": "object", "additionalProperties": True})
 class PropertiesField(serializers.Field):
-    """A JSON object of application properties (no NUL characters in its text)."""
+    """A JSON object of application properties; what it may hold is the engine's
+    admission (``engine/admission.py``), decided at the send."""
 
     def to_internal_value(self, data: Any) -> dict[str, Any]:
         if not isinstance(data, dict):
             raise serializers.ValidationError("must be a JSON object")
-        if _has_nul(data):
-            raise serializers.ValidationError("must not contain NUL characters")
         return data
 
     def to_representation(self, value: Any) -> Any:
         return value
-
-
-def _has_nul(value: Any) -> bool:
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any("\x00" in k or _has_nul(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_has_nul(v) for v in value)
-    return False
 
 
 @extend_schema_field(OpenApiTypes.ANY)

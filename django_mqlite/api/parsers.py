@@ -2,8 +2,9 @@
 
 The cap is ``MQLITE["API_MAX_REQUEST_BYTES"]``: a declared ``Content-Length`` above it is
 refused without reading; a body without one is read up to the cap and refused past it.
-Parsed documents are also checked for text that cannot be stored (lone surrogates), so
-such input is a 400 and never reaches the database.
+Documents are parsed as strict JSON (``django_mqlite.admission.strict_loads``: no NaN, no
+lone surrogate, bounded depth), so a request that is not JSON any reader could show back is
+a 400 ``invalid_request``; what a message may hold is then the engine's admission.
 """
 
 from __future__ import annotations
@@ -13,11 +14,14 @@ from typing import IO, Any
 
 from rest_framework.parsers import BaseParser
 
+import django_mqlite as mq
+
 from ..conf import mqlite_settings
-from .bodies import strict_json
 from .exceptions import InvalidRequest, RequestTooLarge
 
-_MAX_DEPTH = 64
+#: A request document may nest a few levels more than a body (its envelope:
+#: ``{"messages": [{"body": ...}]}``), so any body admission accepts can be sent.
+_MAX_DEPTH = mq.admission.MAX_JSON_DEPTH + 8
 
 
 class BoundedJSONParser(BaseParser):
@@ -44,32 +48,7 @@ class BoundedJSONParser(BaseParser):
             raise RequestTooLarge(f"request body is larger than the cap of {cap} bytes")
         try:
             text = raw.decode("utf-8")
-            data = strict_json(text)
+            data = mq.admission.strict_loads(text, _MAX_DEPTH)
         except (UnicodeDecodeError, ValueError) as exc:
             raise InvalidRequest(f"malformed JSON: {exc}") from None
-        except RecursionError:
-            raise InvalidRequest("malformed JSON: nested too deeply") from None
-        check_text(data)
         return data
-
-
-def check_text(value: Any, depth: int = 0) -> None:
-    """Refuse documents nested deeper than 64 levels or holding unencodable strings."""
-    if depth > _MAX_DEPTH:
-        raise InvalidRequest(f"JSON is nested deeper than {_MAX_DEPTH} levels")
-    if isinstance(value, str):
-        _check_str(value)
-    elif isinstance(value, dict):
-        for k, v in value.items():
-            _check_str(k)
-            check_text(v, depth + 1)
-    elif isinstance(value, list):
-        for v in value:
-            check_text(v, depth + 1)
-
-
-def _check_str(value: str) -> None:
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidRequest("a string holds an unpaired surrogate (not valid UTF-8)") from None

@@ -17,10 +17,11 @@ from ..exceptions import (
     InvalidArgumentError,
 )
 from . import core, send_one
+from .admission import admit
 from .clock import now_ms
 from .core import QueueRow
 from .dialects import Dialect
-from .prepare import Row, prepare, validate
+from .prepare import Row, for_queue
 from .types import OutMessage
 
 INSERT_CHUNK = 200
@@ -62,7 +63,7 @@ def send_stamped(
     alias = core.alias_of(using, queue)
     core.check_queue_name(queue)
     now = now_ms()
-    row = validate(msg, now)
+    row = admit(msg, now)
     if send_one.eligible(row):
         seq = send_one.try_send(alias, queue, row, now)
         if seq is not None:
@@ -110,7 +111,7 @@ def _send(
     with transaction.atomic(using=alias):
         q = core.load_queue(cursor, queue)
         now = now_ms() if now is None else now
-        rows = [prepare(q, m, now) for m in messages]
+        rows = [for_queue(admit(m, now), q) for m in messages]
         if not rows:
             return []
         claims: dict[int, int] = {}

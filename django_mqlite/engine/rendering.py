@@ -1,0 +1,155 @@
+"""What every reader can show: strict JSON, and ``body_view``, the one rule every
+reading surface (Python peek tools, HTTP receive and peek, the admin, the CLI) uses to
+decide whether a body is shown as JSON, as text, or as bytes (base64, a hex dump).
+
+Admission (``admission``) stores a body labelled JSON only when ``strict_loads`` accepts
+it, so for admitted rows ``body_view`` of a JSON body is always ``"json"``; for rows older
+versions stored without that rule it falls back to bytes, and never raises.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+#: Nesting depth a JSON body may have (JSON's own arrays and objects, counted from 1).
+MAX_JSON_DEPTH = 64
+JSON_TYPE = "application/json"
+
+# -- content types --------------------------------------------------------------------
+
+
+def media_type(content_type: str | None) -> tuple[str, dict[str, str]]:
+    """``"Application/JSON; charset=UTF-8"`` → ``("application/json", {"charset": "utf-8"})``."""
+    if not content_type:
+        return "", {}
+    main, *params = content_type.split(";")
+    pairs = (p.split("=", 1) for p in params if "=" in p)
+    return main.strip().lower(), {k.strip().lower(): v.strip().strip('"').lower() for k, v in pairs}
+
+
+def is_json_type(content_type: str | None) -> bool:
+    media = media_type(content_type)[0]
+    return media == JSON_TYPE or media.endswith("+json")
+
+
+def is_text_type(content_type: str | None) -> bool:
+    media, params = media_type(content_type)
+    return media.startswith("text/") and params.get("charset", "utf-8") in (
+        "utf-8",
+        "utf8",
+        "us-ascii",
+    )
+
+
+# -- strict JSON ------------------------------------------------------------------------
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is out of range")
+    return value
+
+
+def unicode_ok(text: str) -> bool:
+    """Whether ``text`` encodes to UTF-8 (no lone surrogate)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def tree_problem(value: Any, max_depth: int, *, nul: bool) -> str | None:
+    """Why ``value`` (parsed or about to be encoded JSON) is not storable: nesting deeper
+    than ``max_depth``, a string that is not valid Unicode, or (``nul``) a NUL; else None.
+    Iterative, so a deep value cannot overflow the stack."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            if not unicode_ok(item):
+                return "holds a lone surrogate (not valid Unicode)"
+            if nul and "\x00" in item:
+                return "holds a NUL character"
+        elif isinstance(item, dict | list):
+            if depth > max_depth:
+                return f"is nested deeper than {max_depth} levels"
+            if isinstance(item, dict):
+                stack.extend((k, depth) for k in item)
+                stack.extend((v, depth + 1) for v in item.values())
+            else:
+                stack.extend((v, depth + 1) for v in item)
+    return None
+
+
+def text_problem(text: str, value: Any, max_depth: int, *, nul: bool) -> str | None:
+    """``tree_problem`` of ``value``, skipped when its JSON ``text`` shows it cannot
+    fail: fewer brackets than levels allowed, no ``\\u`` escape that could be a
+    surrogate (or NUL), and (for text that was parsed) no raw surrogate."""
+    shallow = text.count("[") + text.count("{") <= max_depth
+    escapes = "\\ud" in text or "\\uD" in text or (nul and ("\\u0000" in text or "\x00" in text))
+    if shallow and not escapes:
+        return None
+    return tree_problem(value, max_depth, nul=nul)
+
+
+def strict_loads(text: str, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """Parse standard JSON that every reader can show: ValueError for anything else
+    (``NaN``, an overflowing number, a lone surrogate, nesting deeper than ``max_depth``)."""
+    if not text.isascii() and not unicode_ok(text):
+        raise ValueError("holds a lone surrogate (not valid Unicode)")
+    try:
+        value = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+    except RecursionError:
+        raise ValueError("is nested too deeply") from None
+    problem = text_problem(text, value, max_depth, nul=False)
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
+def json_body_problem(data: bytes) -> str | None:
+    try:
+        strict_loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        return str(exc)
+    return None
+
+
+# -- reading: total rendering -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BodyView:
+    """How a reader shows a body. ``kind`` is ``"json"`` (``value`` is the parsed
+    value), ``"text"`` (``value`` is the decoded string) or ``"binary"`` (show the
+    bytes, e.g. as base64; ``value`` is None)."""
+
+    kind: str
+    value: Any = None
+
+
+def body_view(data: bytes, content_type: str | None) -> BodyView:
+    """The one rule every reading surface uses to show a body: as JSON when it is
+    labelled JSON and is JSON that admission would accept (so any reader can render it),
+    as text when it is labelled ``text/*`` in UTF-8 and decodes, else as bytes. Total:
+    never raises, whatever older versions stored."""
+    if is_json_type(content_type):
+        try:
+            return BodyView("json", strict_loads(data.decode("utf-8")))
+        except (UnicodeDecodeError, ValueError):
+            return BodyView("binary")
+    if is_text_type(content_type):
+        try:
+            return BodyView("text", data.decode("utf-8"))
+        except UnicodeDecodeError:
+            pass
+    return BodyView("binary")
