@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from ..exceptions import InvalidArgumentError
-from . import core
+from . import admission, core
 
 MAX_RENEW_BATCH = 512
 MAX_COMPLETE_BATCH = 1024
@@ -68,7 +68,7 @@ def _no_repeats(pairs: Sequence[Pair]) -> None:
 def _check_error(error: object) -> str | None:
     if error is not None and not isinstance(error, str):
         raise InvalidArgumentError("error must be a string")
-    return None if error is None else error[:MAX_ERROR]
+    return None if error is None else admission.diagnostic(error[:MAX_ERROR])
 
 
 def check_abandons(items: object) -> list[tuple[int, str, int, str | None, str | None]]:
@@ -91,12 +91,14 @@ def check_abandons(items: object) -> list[tuple[int, str, int, str | None, str |
 
 
 def check_reason(reason: object, description: object) -> tuple[str, str]:
-    """A rejection's reason (1-128 characters) and description (at most 4096)."""
+    """A rejection's reason (1-128 characters) and description (at most 4096), made
+    storable by ``admission.diagnostic`` (a lone surrogate or NUL becomes U+FFFD, so a
+    consumer rejecting with one still ends dead-lettered, its reason readable)."""
     if not isinstance(reason, str) or not reason or len(reason) > MAX_REASON:
         raise InvalidArgumentError(f"reason must be a non-empty string of at most {MAX_REASON}")
     if not isinstance(description, str) or len(description) > MAX_DESCRIPTION:
         raise InvalidArgumentError(f"description must be a string of at most {MAX_DESCRIPTION}")
-    return reason, description
+    return admission.diagnostic(reason), admission.diagnostic(description)
 
 
 def check_rejects(
