@@ -6,12 +6,14 @@ from __future__ import annotations
 import datetime as dt
 import json
 import string
+from typing import Any
 
 from django.contrib.admin.utils import display_for_value
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from ..engine.clock import from_ms
+from ..engine.rendering import body_view, unicode_ok
 
 #: How much of a body the detail page renders; the rest is summarised by its size.
 DETAIL_PREVIEW_BYTES = 16 * 1024
@@ -21,6 +23,7 @@ LIST_PREVIEW_BYTES = 120
 HEX_PREVIEW_BYTES = 512
 
 _PRINTABLE = set(string.printable)
+_NOT_JSON = object()
 
 
 def duration(ms: int | None, *, unset: str = "—") -> str:
@@ -100,24 +103,32 @@ def hexdump(data: bytes) -> str:
     return "\n".join(lines)
 
 
+def _json_view(body: bytes, content_type: str | None) -> Any:
+    """The body's JSON value when ``body_view`` (the rule every reader shares) shows it
+    as JSON, else ``_NOT_JSON``. An unlabelled body that starts like JSON is tried as
+    JSON too (a person reading the page wants it pretty)."""
+    if not content_type and body.lstrip()[:1] in (b"{", b"["):
+        content_type = "application/json"
+    view = body_view(body, content_type)
+    return view.value if view.kind == "json" else _NOT_JSON
+
+
 def body_detail(body: bytes, content_type: str | None) -> SafeString:
-    """The detail page's body: pretty JSON, text, or a hex dump; large bodies truncated."""
+    """The detail page's body: pretty JSON, text, or a hex dump; large bodies truncated.
+    Total: a body that is not strict JSON (e.g. stored by an older version) is text."""
     total = len(body)
     head = body[:DETAIL_PREVIEW_BYTES]
     truncated = total > len(head)
     kind = "text"
     rendered: str | None = None
-    looks_json = "json" in (content_type or "").lower() or body.lstrip()[:1] in (b"{", b"[")
-    if looks_json:
-        try:
-            # The whole body is parsed (bodies are capped at MAX_BODY_BYTES); only the
-            # rendering is cut.
-            rendered = json.dumps(json.loads(body), indent=2, ensure_ascii=False)
-            kind = "json"
-            truncated = len(rendered) > DETAIL_PREVIEW_BYTES
-            rendered = rendered[:DETAIL_PREVIEW_BYTES]
-        except ValueError:
-            rendered = None
+    # The whole body is parsed (bodies are capped at MAX_BODY_BYTES); only the
+    # rendering is cut.
+    value = _json_view(body, content_type)
+    if value is not _NOT_JSON:
+        rendered = json.dumps(value, indent=2, ensure_ascii=False)
+        kind = "json"
+        truncated = len(rendered) > DETAIL_PREVIEW_BYTES
+        rendered = rendered[:DETAIL_PREVIEW_BYTES]
     if rendered is None:
         rendered = _as_text(head, content_type)
     if rendered is None:
@@ -143,3 +154,13 @@ def body_summary(head: bytes, total: int, content_type: str | None) -> str:
     if total > len(head) or len(line) > 80:
         line = line[:80] + "…"
     return line
+
+
+def properties(value: Any) -> str:
+    """A message's properties as JSON for the detail page. Non-ASCII text is shown as
+    it is, unless the value holds a lone surrogate (stored by an older version), which
+    is then shown escaped instead of failing the page."""
+    if not value:
+        return "—"
+    text = json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
+    return text if unicode_ok(text) else json.dumps(value, indent=2, sort_keys=True)

@@ -103,7 +103,7 @@ class MessageAdmin(OnQueueDatabase, ReadOnlyAdmin):
         "correlation_id",
         "reply_to",
         "content_type",
-        "properties",
+        "properties_detail",
     )
     time_fields: tuple[str, ...] = (
         "enqueued",
@@ -180,6 +180,10 @@ class MessageAdmin(OnQueueDatabase, ReadOnlyAdmin):
     @admin.display(description="body")
     def body_detail(self, obj: Message) -> SafeString:
         return format.body_detail(bytes(obj.body), obj.content_type)
+
+    @admin.display(description="properties")
+    def properties_detail(self, obj: Message) -> SafeString:
+        return format_html("<pre>{}</pre>", format.properties(obj.properties))
 
     @admin.display(description="last error")
     def last_error_detail(self, obj: Message) -> SafeString | str:
