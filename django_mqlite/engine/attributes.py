@@ -16,6 +16,8 @@ import re
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from .rendering import unicode_ok
+
 _ATTRIBUTE_TYPE = re.compile(r"(String|Number|Binary)(\..{1,240})?", re.DOTALL)
 ATTRIBUTE_VALUE_KEYS = ("StringValue", "BinaryValue", "StringListValues", "BinaryListValues")
 
@@ -43,11 +45,11 @@ def attribute_problem(value: dict[str, Any]) -> str | None:
     ``.label``), exactly one value key, and a value of that type: a non-empty string
     (a decimal number for ``Number``), base64 for ``Binary``, or a list of those."""
     dtype = value.get("DataType")
-    if not isinstance(dtype, str) or not _ATTRIBUTE_TYPE.fullmatch(dtype):
+    if not isinstance(dtype, str) or not _ATTRIBUTE_TYPE.fullmatch(dtype) or not unicode_ok(dtype):
         return "its DataType is not String, Number or Binary"
     keys = [k for k in ATTRIBUTE_VALUE_KEYS if k in value]
     if len(keys) != 1:
-        return "it has more than one value"
+        return f"it has {len(keys)} value keys, not one"
     key = keys[0]
     binary = dtype.startswith("Binary")
     if binary != key.startswith("Binary"):
@@ -58,7 +60,7 @@ def attribute_problem(value: dict[str, Any]) -> str | None:
     for item in items:
         if binary and not _base64_ok(item):
             return f"{key} is not valid base64"
-        if not binary and (not isinstance(item, str) or not item):
+        if not binary and (not isinstance(item, str) or not item or not unicode_ok(item)):
             return f"{key} is not a non-empty string"
         if dtype.startswith("Number") and not _number_ok(item):
             return f"{key} is not a number"
@@ -66,7 +68,11 @@ def attribute_problem(value: dict[str, Any]) -> str | None:
 
 
 def _number_ok(raw: str) -> bool:
+    """An SQS number: finite, at most 256 characters, from 10^-128 to 10^+126."""
+    if len(raw) > 256:
+        return False
     try:
-        return Decimal(raw).is_finite()
+        number = Decimal(raw)
     except InvalidOperation:
         return False
+    return number.is_finite() and (not number or -128 <= number.adjusted() <= 126)

@@ -10,11 +10,11 @@ reserves the ``AWS.`` prefix, so no message attribute can collide with it.
 from __future__ import annotations
 
 import base64
-import binascii
 import json
 import re
-from decimal import Decimal, InvalidOperation
 from typing import Any
+
+import django_mqlite as mq
 
 from ..errors import SQSError, invalid
 
@@ -22,7 +22,7 @@ MAX_ATTRIBUTES = 10
 TRACE_KEY = "AWS.TraceHeader"
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,256}$")
 _TYPE_RE = re.compile(r"^(String|Number|Binary)(\..{1,240})?$")
-_VALUE_KEYS = ("StringValue", "BinaryValue", "StringListValues", "BinaryListValues")
+_VALUE_KEYS = mq.admission.ATTRIBUTE_VALUE_KEYS
 
 
 def _check_name(name: object) -> None:
@@ -58,40 +58,25 @@ def check(attributes: Any) -> dict[str, dict[str, Any]]:
 
 
 def _check_value(name: str, value: Any) -> dict[str, Any]:
+    """The wire shape of one attribute (a map with a ``DataType`` and the value its type
+    carries); whether the value is valid is the engine's rule (``attribute_problem``),
+    the same one that admits attribute-shaped properties from any other surface."""
     if not isinstance(value, dict):
         raise invalid(f"The message attribute '{name}' must be a map.")
     dtype = value.get("DataType")
     if not isinstance(dtype, str) or not _TYPE_RE.match(dtype):
         raise invalid(f"The message attribute '{name}' has an invalid message attribute type.")
-    base = dtype.split(".", 1)[0]
-    if base == "Binary":
-        raw = value.get("BinaryValue")
-        if not isinstance(raw, str) or not raw:
-            raise invalid(f"The message attribute '{name}' must contain a non-empty value.")
-        try:
-            base64.b64decode(raw, validate=True)
-        except (binascii.Error, ValueError):
-            raise invalid(f"The message attribute '{name}' has an invalid binary value.") from None
-        return {"DataType": dtype, "BinaryValue": raw}
-    raw = value.get("StringValue")
+    key = "BinaryValue" if dtype.startswith("Binary") else "StringValue"
+    raw = value.get(key)
     if not isinstance(raw, str) or not raw:
         raise invalid(f"The message attribute '{name}' must contain a non-empty value.")
-    if base == "Number":
-        try:
-            number = Decimal(raw)
-        except InvalidOperation:
-            number = None
-        # SQS numbers: finite, at most 38 digits, from 10^-128 to 10^+126.
-        if (
-            number is None
-            or not number.is_finite()
-            or len(raw) > 256
-            or (number and not -128 <= number.adjusted() <= 126)
-        ):
-            raise invalid(
-                f"Can't cast the value of message attribute '{name}' to a number."
-            ) from None
-    return {"DataType": dtype, "StringValue": raw}
+    shape = {"DataType": dtype, key: raw}
+    problem = mq.admission.attribute_problem(shape)
+    if problem is not None and dtype.startswith("Number"):
+        raise invalid(f"Can't cast the value of message attribute '{name}' to a number.")
+    if problem is not None:
+        raise invalid(f"The message attribute '{name}' is invalid: {problem}.")
+    return shape
 
 
 def size(attributes: dict[str, dict[str, Any]]) -> int:
@@ -119,12 +104,14 @@ def to_properties(
 
 
 def from_properties(props: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Every message attribute a message's properties stand for."""
+    """Every message attribute a message's properties stand for. Total: properties
+    stored before admission checked attribute shapes render too (as ``String`` JSON), and
+    a name that is not valid Unicode is left out."""
     out: dict[str, dict[str, Any]] = {}
     for name, value in props.items():
         if name.startswith("AWS."):
             continue
-        if isinstance(value, str):
+        if isinstance(value, str) and mq.admission.unicode_ok(value):
             out[name] = {"DataType": "String", "StringValue": value}
         elif isinstance(value, bool):
             out[name] = {"DataType": "String", "StringValue": "true" if value else "false"}
@@ -132,13 +119,15 @@ def from_properties(props: dict[str, Any]) -> dict[str, dict[str, Any]]:
             out[name] = {"DataType": "Number", "StringValue": str(value)}
         elif (
             isinstance(value, dict)
-            and isinstance(value.get("DataType"), str)
-            and any(k in value for k in _VALUE_KEYS)
+            and mq.admission.is_attribute_shaped(value)
+            and mq.admission.attribute_problem(value) is None
         ):
             out[name] = {k: v for k, v in value.items() if k == "DataType" or k in _VALUE_KEYS}
         else:
+            # Anything else (an invalid attribute shape an older version stored included)
+            # is its JSON, ASCII-escaped: every value renders, none fails the receive.
             out[name] = {"DataType": "String", "StringValue": json.dumps(value)}
-    return out
+    return {k: v for k, v in out.items() if mq.admission.unicode_ok(k)}
 
 
 def select(attributes: dict[str, dict[str, Any]], names: list[str]) -> dict[str, dict[str, Any]]:

@@ -72,6 +72,8 @@ def prepare(info: QueueInfo, p: dict[str, Any]) -> Prepared:
     )
     try:
         out = remote_message(info.name, out)  # a task call to an open task queue: signed
+        # The engine's admission, per entry, so one bad entry of a batch fails alone.
+        mq.admission.check_message(out)
     except mq.MQLiteError as exc:
         raise from_mqlite(exc) from None
     reply: dict[str, Any] = {"MD5OfMessageBody": md5.of_body(body)}
