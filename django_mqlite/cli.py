@@ -7,7 +7,9 @@ raises ``CommandError``. Engine errors (``MQLiteError``) are turned into
 
 from __future__ import annotations
 
+import base64
 import json
+import re
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -167,7 +169,7 @@ def peek(out: OutputWrapper, o: dict[str, Any]) -> None:
         using=o["database"],
     )
     if o["json"]:
-        dump(out, [{**asdict(m), "body": _preview(m.body, 10_000)} for m in msgs])
+        dump(out, [{**asdict(m), **_body_fields(m.body, m.content_type)} for m in msgs])
         return
     if not msgs:
         out.write("no messages")
@@ -177,22 +179,44 @@ def peek(out: OutputWrapper, o: dict[str, Any]) -> None:
             m.seq,
             m.state.value,
             m.delivery_count,
-            m.group_id or "",
+            _cell(m.group_id or ""),
             m.enqueued_at.isoformat(timespec="seconds"),
-            m.dead_letter_reason or "",
-            _preview(m.body, 60),
+            _cell(m.dead_letter_reason or ""),
+            _cell(_preview(m.body, m.content_type, 60)),
         ]
         for m in msgs
     ]
     table(out, ["seq", "state", "dlv", "group", "enqueued", "reason", "body"], rows)
 
 
-def _preview(body: bytes, limit: int) -> str:
-    try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError:
-        return f"<{len(body)} bytes>"
+def _body_fields(body: bytes, content_type: str | None) -> dict[str, Any]:
+    """``body`` (the JSON value, or the text) or ``body_base64``, by the rule every
+    reader shares (``mq.admission.body_view``), as the HTTP API shows it."""
+    view = mq.admission.body_view(body, content_type)
+    if view.kind == "binary":
+        return {"body": None, "body_base64": base64.b64encode(body).decode("ascii")}
+    return {"body": view.value}
+
+
+def _preview(body: bytes, content_type: str | None, limit: int) -> str:
+    view = mq.admission.body_view(body, content_type)
+    if view.kind == "json":
+        text = json.dumps(view.value, ensure_ascii=False)
+    else:
+        try:
+            text = body.decode("utf-8")
+        except UnicodeDecodeError:
+            return f"<{len(body)} bytes>"
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
+
+
+def _cell(text: str) -> str:
+    """A table cell a terminal shows as it is: control characters (an escape sequence
+    in a body or reason) as U+FFFD, and a lone surrogate an older version stored too."""
+    return mq.admission.diagnostic(_CONTROL.sub("\ufffd", text))
 
 
 def send(out: OutputWrapper, o: dict[str, Any]) -> None:
@@ -201,7 +225,7 @@ def send(out: OutputWrapper, o: dict[str, Any]) -> None:
     if o["json_body"]:
         try:
             body = json.loads(raw)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise CommandError(f"BODY is not valid JSON: {exc}") from exc
     options = {
         k: o[k]
