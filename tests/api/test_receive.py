@@ -86,6 +86,17 @@ def test_a_stored_body_that_is_not_strict_json_is_shown_as_base64(
     assert base64.b64decode(m["body_base64"]) == body and "body" not in m
 
 
+@pytest.mark.skipif("connection.vendor != 'sqlite'")  # jsonb never held a lone surrogate
+def test_stored_properties_with_a_lone_surrogate_are_delivered_escaped(api: Any, q: str) -> None:
+    store_raw(q, b"x", properties_json='{"k": "\\ud800", "\\udfff": "\u00e9"}')
+    r = api.get(url(f"queues/{q}/messages/"))
+    assert r.status_code == 200 and b"\\ud800" in r.content
+    r = receive(api, q)
+    assert r.status_code == 200
+    (m,) = r.json()["messages"]
+    assert m["properties"] == {"k": "\ud800", "\udfff": "é"}
+
+
 def test_empty_queue_gives_empty_list(api: Any, q: str) -> None:
     assert receive(api, q).json() == {"messages": []}
 

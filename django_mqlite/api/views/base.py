@@ -3,7 +3,7 @@ defaults), the bounded JSON parser, JSON out, and the API's own exception handle
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar
 
 from drf_spectacular.openapi import AutoSchema
@@ -85,12 +85,34 @@ def extend_schema(**kwargs: Any) -> Callable[[Any], Any]:
     return decorator
 
 
+class TotalJSONRenderer(JSONRenderer):
+    """JSON as DRF writes it (UTF-8, non-ASCII as is), except that a response holding a
+    string no UTF-8 can carry (a lone surrogate in a row an older version stored, e.g. in
+    its properties or reason) is written with ``\\u`` escapes instead of failing after
+    a claim. Admission keeps such strings out of new rows; this covers the old ones."""
+
+    def render(
+        self,
+        data: Any,
+        accepted_media_type: str | None = None,
+        renderer_context: Mapping[str, Any] | None = None,
+    ) -> bytes:
+        try:
+            return super().render(data, accepted_media_type, renderer_context)
+        except UnicodeEncodeError:
+            return _EscapedJSONRenderer().render(data, accepted_media_type, renderer_context)
+
+
+class _EscapedJSONRenderer(JSONRenderer):
+    ensure_ascii = True
+
+
 class MQView(APIView):
     """Base of the API views. ``mq_actions`` maps HTTP method to permission action."""
 
     mq_actions: ClassVar[dict[str, str]] = {}
     parser_classes: ClassVar[list[type[BaseParser]]] = [BoundedJSONParser]  # type: ignore[misc]
-    renderer_classes: ClassVar[list[type[BaseRenderer]]] = [JSONRenderer]  # type: ignore[misc]
+    renderer_classes: ClassVar[list[type[BaseRenderer]]] = [TotalJSONRenderer]  # type: ignore[misc]
     content_negotiation_class = Negotiation
     schema = Schema()
 
