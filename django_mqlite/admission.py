@@ -10,6 +10,7 @@ from .engine.admission import (
     MAX_PROPERTIES_DEPTH,
     check_message,
     diagnostic,
+    result_json,
 )
 from .engine.attributes import ATTRIBUTE_VALUE_KEYS, attribute_problem, is_attribute_shaped
 from .engine.rendering import MAX_JSON_DEPTH, BodyView, body_view, strict_loads, unicode_ok
@@ -25,6 +26,7 @@ __all__ = [
     "check_message",
     "diagnostic",
     "is_attribute_shaped",
+    "result_json",
     "strict_loads",
     "unicode_ok",
 ]

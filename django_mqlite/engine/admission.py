@@ -177,6 +177,25 @@ def properties(value: Any) -> str | None:
     return encoded
 
 
+#: Nesting a stored result may have (a reader's ``json.loads`` recurses once a level).
+MAX_RESULT_DEPTH = 512
+
+
+def result_json(value: Any, what: str = "result") -> str:
+    """The JSON text of a value stored beside a message (a task's result): strict JSON
+    that PostgreSQL's ``jsonb`` and every reader take back, so no NUL and no lone
+    surrogate; else InvalidArgumentError (a Tasks runner fails that one task with it,
+    instead of failing the completion that would carry it)."""
+    try:
+        encoded = core.dumps(value)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise InvalidArgumentError(f"{what} is not JSON: {exc}") from None
+    problem = text_problem(encoded, value, MAX_RESULT_DEPTH, nul=True)
+    if problem is not None:
+        raise InvalidArgumentError(f"{what} {problem}")
+    return encoded
+
+
 def text(value: object, what: str, max_len: int = core.MAX_KEY_LEN) -> str | None:
     """A text field: None, or a non-empty string of at most ``max_len`` characters that
     encodes to UTF-8 and holds no NUL."""

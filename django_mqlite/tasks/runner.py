@@ -32,7 +32,7 @@ from typing import Any
 
 from ..conf import mqlite_settings
 from ..consumers import Registry
-from ..engine import core, settle
+from ..engine import admission, settle
 from ..engine.clock import now_ms, to_ms
 from ..engine.queues import get_queue
 from ..engine.received import Received
@@ -148,7 +148,10 @@ class Job:
             self.attempt = {"worker": self._worker, "started_at": now_ms(), "error": None}
             self.history.append(self.attempt)
         if not self.attempt.get("error"):
-            self.attempt["error"] = {"class": class_path, "traceback": text[-MAX_TRACEBACK:]}
+            # Made storable (a NUL or lone surrogate in an exception's message would
+            # fail the settlement that records it).
+            tb = admission.diagnostic(text[-MAX_TRACEBACK:])
+            self.attempt["error"] = {"class": class_path, "traceback": tb}
 
     # -- results and settlement ---------------------------------------------------------
 
@@ -232,7 +235,7 @@ def run_task(msg: Received) -> None:
         value = normalize_json(value)
         # Encoded here, where a value JSON cannot hold fails the task: the completion
         # stores this text as it is.
-        encoded = None if value is None else core.dumps(value)
+        encoded = None if value is None else admission.result_json(value, "the task's result")
     except BaseException as exc:
         # SystemExit (a library calling sys.exit) fails the task like any exception.
         # KeyboardInterrupt too: raised inside a task it is the task's own doing (a real
