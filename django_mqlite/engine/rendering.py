@@ -9,14 +9,21 @@ versions stored without that rule it falls back to bytes, and never raises.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
 #: Nesting depth a JSON body may have (JSON's own arrays and objects, counted from 1).
 MAX_JSON_DEPTH = 64
 JSON_TYPE = "application/json"
+
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_INNERMOST = re.compile(r"\[\]|\{\}")
+_HUGE_NUMBER = re.compile(r"[eE][+]?0*[1-9][0-9]{2}|[0-9]{300}")
 
 # -- content types --------------------------------------------------------------------
 
@@ -30,11 +37,13 @@ def media_type(content_type: str | None) -> tuple[str, dict[str, str]]:
     return main.strip().lower(), {k.strip().lower(): v.strip().strip('"').lower() for k, v in pairs}
 
 
+@functools.lru_cache(maxsize=256)  # a process sees few content types; sends are hot
 def is_json_type(content_type: str | None) -> bool:
     media = media_type(content_type)[0]
     return media == JSON_TYPE or media.endswith("+json")
 
 
+@functools.lru_cache(maxsize=256)
 def is_text_type(content_type: str | None) -> bool:
     media, params = media_type(content_type)
     return media.startswith("text/") and params.get("charset", "utf-8") in (
@@ -58,6 +67,11 @@ def _finite(text: str) -> float:
     return value
 
 
+# Built once: ``json.loads`` with hooks builds a decoder per call.
+_DECODER = json.JSONDecoder(parse_constant=_no_constant)
+_FINITE_DECODER = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite)
+
+
 def unicode_ok(text: str) -> bool:
     """Whether ``text`` encodes to UTF-8 (no lone surrogate)."""
     try:
@@ -67,38 +81,48 @@ def unicode_ok(text: str) -> bool:
     return True
 
 
-def tree_problem(value: Any, max_depth: int, *, nul: bool) -> str | None:
-    """Why ``value`` (parsed or about to be encoded JSON) is not storable: nesting deeper
-    than ``max_depth``, a string that is not valid Unicode, or (``nul``) a NUL; else None.
-    Iterative, so a deep value cannot overflow the stack."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
+def _nul_problem(value: Any) -> str | None:
+    """Whether a string (or key) anywhere in ``value`` holds a NUL. Iterative."""
+    stack = [value]
     while stack:
-        item, depth = stack.pop()
+        item = stack.pop()
         if isinstance(item, str):
-            if not unicode_ok(item):
-                return "holds a lone surrogate (not valid Unicode)"
-            if nul and "\x00" in item:
+            if "\x00" in item:
                 return "holds a NUL character"
-        elif isinstance(item, dict | list):
-            if depth > max_depth:
-                return f"is nested deeper than {max_depth} levels"
-            if isinstance(item, dict):
-                stack.extend((k, depth) for k in item)
-                stack.extend((v, depth + 1) for v in item.values())
-            else:
-                stack.extend((v, depth + 1) for v in item)
+        elif isinstance(item, dict):
+            stack.extend(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
     return None
 
 
+def too_deep(text: str, max_depth: int) -> bool:
+    """Whether the JSON ``text`` nests arrays and objects deeper than ``max_depth``.
+    C-speed: strings removed, then only brackets kept, then each pass removes every
+    innermost pair, so the number of passes is the depth (at most ``max_depth + 1``)."""
+    if text.count("[") + text.count("{") <= max_depth:
+        return False
+    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
+    for _ in range(max_depth):
+        brackets = _INNERMOST.sub("", brackets)
+        if not brackets:
+            return False
+    return True
+
+
 def text_problem(text: str, value: Any, max_depth: int, *, nul: bool) -> str | None:
-    """``tree_problem`` of ``value``, skipped when its JSON ``text`` shows it cannot
-    fail: fewer brackets than levels allowed, no ``\\u`` escape that could be a
-    surrogate (or NUL), and (for text that was parsed) no raw surrogate."""
-    shallow = text.count("[") + text.count("{") <= max_depth
-    escapes = "\\ud" in text or "\\uD" in text or (nul and ("\\u0000" in text or "\x00" in text))
-    if shallow and not escapes:
-        return None
-    return tree_problem(value, max_depth, nul=nul)
+    """Why ``value``, encoded or parsed as the JSON ``text``, is not storable: nested
+    deeper than ``max_depth``, holding a string that is not valid Unicode (a lone
+    surrogate), or (``nul``) holding a NUL; else None. The common case costs a few
+    substring scans: the slower checks run only when the text shows they could fail."""
+    if too_deep(text, max_depth):
+        return f"is nested deeper than {max_depth} levels"
+    if ("\\ud" in text or "\\uD" in text) and not unicode_ok(json.dumps(value, ensure_ascii=False)):
+        return "holds a lone surrogate (not valid Unicode)"
+    if nul and ("\\u0000" in text or "\x00" in text):
+        return _nul_problem(value)
+    return None
 
 
 def strict_loads(text: str, max_depth: int = MAX_JSON_DEPTH) -> Any:
@@ -106,8 +130,11 @@ def strict_loads(text: str, max_depth: int = MAX_JSON_DEPTH) -> Any:
     (``NaN``, an overflowing number, a lone surrogate, nesting deeper than ``max_depth``)."""
     if not text.isascii() and not unicode_ok(text):
         raise ValueError("holds a lone surrogate (not valid Unicode)")
+    # Only a number with a large exponent or mantissa can overflow a float: the others
+    # parse without a Python call per number.
+    decoder = _FINITE_DECODER if _HUGE_NUMBER.search(text) else _DECODER
     try:
-        value = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+        value = decoder.decode(text)
     except RecursionError:
         raise ValueError("is nested too deeply") from None
     problem = text_problem(text, value, max_depth, nul=False)
