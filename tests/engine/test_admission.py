@@ -194,3 +194,37 @@ def test_a_result_no_reader_could_store_is_refused(value: Any) -> None:
     with pytest.raises(mq.InvalidArgumentError):
         mq.admission.result_json(value)
     assert mq.admission.result_json({"ok": ["é", 1]}) == '{"ok":["\\u00e9",1]}'
+
+
+def test_the_text_depth_check_agrees_with_a_tree_walk() -> None:
+    """``rendering.too_deep`` reads depth off the JSON text (brackets in strings,
+    escaped quotes and backslashes included) and must agree with the value's own."""
+    import json
+    import random
+
+    from django_mqlite.engine.rendering import too_deep
+
+    def depth(x: Any) -> int:
+        children = x.values() if isinstance(x, dict) else x if isinstance(x, list) else None
+        return 0 if children is None else 1 + max((depth(c) for c in children), default=0)
+
+    rnd = random.Random(7)
+    alphabet = '[]{}"\\ab\né'
+
+    def word() -> str:
+        return "".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 6)))
+
+    def gen(level: int) -> Any:
+        k = rnd.random()
+        if level > 8 or k < 0.3:
+            return word()
+        if k < 0.65:
+            return [gen(level + 1) for _ in range(rnd.randint(0, 3))]
+        return {word(): gen(level + 1) for _ in range(rnd.randint(0, 3))}
+
+    for _ in range(3000):
+        value = gen(0)
+        d = depth(value)
+        for text in (json.dumps(value), json.dumps(value, ensure_ascii=False)):
+            for limit in {max(d - 1, 1), max(d, 1)}:
+                assert too_deep(text, limit) == (d > limit), (text, limit)
