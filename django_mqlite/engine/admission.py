@@ -184,12 +184,10 @@ MAX_RESULT_DEPTH = 512
 def result_json(value: Any, what: str = "result") -> str:
     """The JSON text of a value stored beside a message (a task's result): strict JSON
     that PostgreSQL's ``jsonb`` and every reader take back, so no NUL and no lone
-    surrogate; else InvalidArgumentError (a Tasks runner fails that one task with it,
-    instead of failing the completion that would carry it)."""
-    try:
-        encoded = core.dumps(value)
-    except (TypeError, ValueError, RecursionError) as exc:
-        raise InvalidArgumentError(f"{what} is not JSON: {exc}") from None
+    surrogate; else InvalidArgumentError. A value JSON cannot encode raises what
+    ``json.dumps`` raises. (A Tasks runner fails that one task with either, instead of
+    failing the completion that would carry it.)"""
+    encoded = core.dumps(value)  # what JSON cannot encode raises as json.dumps does
     problem = text_problem(encoded, value, MAX_RESULT_DEPTH, nul=True)
     if problem is not None:
         raise InvalidArgumentError(f"{what} {problem}")
