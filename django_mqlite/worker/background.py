@@ -23,6 +23,7 @@ from ..engine.listen import NOTIFY_CHANNEL as NOTIFY_CHANNEL
 from ..engine.listen import Listener as Listener
 from ..engine.listen import listen_wrapper as listen_wrapper
 from ..engine.maintenance import reap
+from . import db_health
 
 logger = logging.getLogger("django_mqlite.worker")
 
@@ -40,6 +41,7 @@ class Loop(threading.Thread):
         try:
             while not self.stopping.is_set():
                 try:
+                    db_health.refresh()  # this thread's connection, once per pass
                     self.step()
                 except Exception:
                     logger.exception("%s pass failed", self.name)

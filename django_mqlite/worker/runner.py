@@ -36,7 +36,7 @@ from ..engine.queues import create_queue, get_queue, sync_declared
 from ..exceptions import LockLostError, QueueNotFoundError
 from ..tasks import periodic
 from ..tasks.declared import declared_queues
-from . import background, clockskew, prefetch, settlement
+from . import background, clockskew, db_health, prefetch, settlement
 from .delivery import Delivery
 from .memory import rss_mb
 from .pool import Pool
@@ -91,6 +91,7 @@ class Worker:
         self.rng = rng or random.Random()  # noqa: S311 - jitter, not security
         self.worker_id: int | None = None
         self._skew_leases: list[float] = []
+        self._clock: clockskew.ClockGuard | None = None
         self.claimed = 0
         #: What this worker's batched settlements did, by outcome (``engine.types.Outcome``)
         #: as the engine's verbs answered: completed, retried, dead_lettered, forwarded...
@@ -199,6 +200,7 @@ class Worker:
         skew = clockskew.check_at_start(self.using, leases)
         logger.info("clock: %s", clockskew.describe(skew))
         self.worker_id = background.register_worker(list(self.consumers), self.using, skew)
+        self._clock = clockskew.ClockGuard(self.using, clockskew.bound_s(leases))
 
     def _gauges(self) -> dict[str, int | None]:
         """What the heartbeat records beside ``in_flight`` (runs in the heartbeat thread)."""
@@ -313,6 +315,7 @@ class Worker:
     def _tick(self, since: Any, idle_s: float) -> float | None:
         """One pass of the loop; returns the next idle back-off, or None to stop."""
         idle_max = IDLE_MAX_LISTENING_S if self.listening else IDLE_MAX_S
+        db_health.refresh()  # the main thread's connection, once per tick
         self._flush_completions(force=self.stop_reason is not None)
         self._expire_timeouts()
         self._renew_due()
@@ -326,6 +329,10 @@ class Worker:
                 logger.warning("shutdown timeout: abandoning %s running", self.pool.busy())
                 return None
             wakeup.wait_any(since, self._next_deadline(0.5))
+            return idle_s
+        if self._clock is not None and not self._clock.may_claim():
+            # The clock jumped: claim nothing until the skew is measured again.
+            wakeup.wait_any(since, self._next_deadline(clockskew.RECHECK_EVERY_S))
             return idle_s
         got = self._claim()
         if got:
@@ -399,7 +406,9 @@ class Worker:
                 lease_s = max(
                     0.1, ((to_ms(m.locked_until) if m.locked_until else now) - now) / 1000
                 )
-                delivery = Delivery(m, consumer, lease_s, now / 1000 + lease_s / 2)
+                delivery = Delivery(
+                    m, consumer, lease_s, now / 1000 + lease_s / 2, now / 1000 + lease_s
+                )
                 delivery.timeout = consumer.timeout_of(m)
                 batch.append(delivery)
             self.pool.submit(batch)
