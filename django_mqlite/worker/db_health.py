@@ -8,7 +8,7 @@ each connection the thread has opened:
 
 - a connection on which an error other than ``DataError``/``IntegrityError`` occurred
   (Django's ``errors_occurred``: a terminated backend, a restart, a network cut) is
-  checked with ``is_usable()``; a broken one is closed, and the next query opens a fresh
+  checked with one ``SELECT 1`` (``usable``); a broken one is closed, and the next query opens a fresh
   one. A working one is kept;
 - a connection left with autocommit changed is closed, as Django does;
 - a connection older than a positive ``CONN_MAX_AGE`` is closed; ``None`` keeps it;
@@ -37,7 +37,7 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from django.db import DatabaseError, InterfaceError, OperationalError, connections
+from django.db import DatabaseError, DataError, IntegrityError, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 logger = logging.getLogger("django_mqlite.worker")
@@ -76,7 +76,7 @@ def _why_close(conn: BaseDatabaseWrapper) -> str | None:
     if conn.get_autocommit() != conn.settings_dict["AUTOCOMMIT"]:
         return "autocommit left changed"
     if conn.errors_occurred:
-        if not conn.is_usable():
+        if not usable(conn):
             return "unusable after a database error"
         conn.errors_occurred = False
         conn.health_check_done = True  # type: ignore[attr-defined]
@@ -84,6 +84,26 @@ def _why_close(conn: BaseDatabaseWrapper) -> str | None:
     if max_age and conn.close_at is not None and time.monotonic() >= conn.close_at:
         return f"older than CONN_MAX_AGE={max_age}"
     return None
+
+
+def usable(conn: BaseDatabaseWrapper) -> bool:
+    """Whether ``conn`` answers a ``SELECT 1`` on its driver connection.
+
+    Django's ``is_usable()`` is that on PostgreSQL, but always True on SQLite, whose
+    connection can still be unusable (closed under Django's feet); the probe is the same
+    one statement on every database."""
+    raw = conn.connection
+    if raw is None:
+        return False
+    try:
+        cursor = raw.cursor()
+        try:
+            cursor.execute("SELECT 1")
+        finally:
+            cursor.close()
+    except Exception:
+        return False
+    return True
 
 
 def discard(conn: BaseDatabaseWrapper) -> None:
@@ -94,19 +114,25 @@ def discard(conn: BaseDatabaseWrapper) -> None:
         conn.connection = None
 
 
-def is_lost(exc: BaseException, using: str) -> bool:
-    """Whether ``exc`` means the connection of ``using`` is gone (then it was discarded).
+def is_lost(exc: BaseException, using: str, before: object = None) -> bool:
+    """Whether ``exc`` means the connection of ``using`` was lost (it is then discarded).
 
-    An ``InterfaceError`` or ``OperationalError`` on a connection that no longer works:
-    a terminated backend, a server restart, a closed socket. SQLite's "database is
-    locked" leaves a usable connection and is not a lost one.
+    A database error other than ``DataError``/``IntegrityError`` (the errors Django
+    itself treats as possibly fatal to a connection) after which the connection the step
+    ran on (``before``, the driver connection, when the caller knows it) is gone,
+    replaced, or no longer answers: a terminated backend, a server restart, a closed
+    socket. SQLite's "database is locked" leaves a usable connection and is not a lost
+    one.
     """
-    if not isinstance(exc, InterfaceError | OperationalError):
+    if not isinstance(exc, DatabaseError) or isinstance(exc, DataError | IntegrityError):
         return False
     conn = connections[using]
     if conn.in_atomic_block:
         return False  # the enclosing block decides; a retry here would be half of it
-    if conn.connection is not None and conn.is_usable():
+    raw = conn.connection
+    if raw is not None and before is not None and raw is not before:
+        return True  # Django dropped the broken one on the way out (an atomic block)
+    if raw is not None and usable(conn):
         return False
     discard(conn)
     return True
@@ -121,10 +147,11 @@ def retry_lost(
     deadline = time.monotonic() + patience_s
     wait_s = RETRY_MIN_S
     while True:
+        before = connections[using].connection
         try:
             return step()
         except DatabaseError as exc:
-            if not is_lost(exc, using) or time.monotonic() + wait_s > deadline:
+            if not is_lost(exc, using, before) or time.monotonic() + wait_s > deadline:
                 raise
             logger.warning("%s: database connection lost (%s); retrying", what, exc)
         time.sleep(wait_s)
