@@ -8,8 +8,8 @@ each connection the thread has opened:
 
 - a connection on which an error other than ``DataError``/``IntegrityError`` occurred
   (Django's ``errors_occurred``: a terminated backend, a restart, a network cut) is
-  checked with one ``SELECT 1`` (``usable``); a broken one is closed, and the next query opens a fresh
-  one. A working one is kept;
+  checked with one ``SELECT 1`` (``usable``); a broken one is closed, and the next
+  query opens a fresh one. A working one is kept;
 - a connection left with autocommit changed is closed, as Django does;
 - a connection older than a positive ``CONN_MAX_AGE`` is closed; ``None`` keeps it;
 - with ``CONN_HEALTH_CHECKS`` the first query of the unit checks the connection first
