@@ -16,7 +16,7 @@ from django.test import override_settings
 import django_mqlite as mq
 from django_mqlite.consumers import Registry
 from django_mqlite.engine import settle
-from django_mqlite.worker import Worker, settlement
+from django_mqlite.worker import Worker, background, settlement
 from django_mqlite.worker.prefetch import start_margin_s
 
 from .procs import wait_for
@@ -83,6 +83,55 @@ def test_a_worker_paused_past_its_leases_starts_no_stale_handler(
     assert min(lease_left) >= start_margin_s(30), lease_left
     totals = mq.stats("hold").totals
     assert totals["completed"] == 5 and totals["reclaimed"] == 0, totals
+
+
+@override_settings(MQLITE={"WORKER_STALE_AFTER": 1.0, "HEARTBEAT_INTERVAL": 0.1})
+def test_messages_claimed_before_a_pause_past_the_stale_limit_are_not_started(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The leases (30 s) still have time, but the worker's heartbeats stopped for longer
+    than WORKER_STALE_AFTER: the stale-worker pass may have reclaimed what it held, so
+    the four waiting messages are released, not started."""
+    mq.create_queue("gap", lock_duration=30)
+    mq.send_batch("gap", [mq.OutMessage(i) for i in range(5)])
+    started, release, beating = threading.Event(), threading.Event(), threading.Event()
+    beating.set()
+    runs: list[tuple[int, int]] = []
+
+    def handle(msg: mq.Received) -> None:
+        runs.append((msg.seq, msg.delivery_count))
+        if len(runs) == 1:
+            started.set()
+            release.wait(30)
+
+    real_heartbeat = background.heartbeat
+
+    def heartbeat(*args: Any, **kwargs: Any) -> None:
+        beating.wait(30)
+        real_heartbeat(*args, **kwargs)
+
+    monkeypatch.setattr(background, "heartbeat", heartbeat)
+    registry = Registry()
+    registry.register("gap", handle)
+    worker = Worker(["gap"], burst=True, reaper=False, install_signals=False, registry=registry)
+    worker.prefetch.observe(0.001)
+    thread = threading.Thread(target=worker.run)
+    thread.start()
+    try:
+        assert started.wait(30)
+        wait_for(lambda: sum(m.state == "locked" for m in mq.peek("gap")) == 5, what="5 held")
+        beating.clear()
+        time.sleep(1.2)  # no heartbeat for longer than the stale limit
+        beating.set()
+        time.sleep(0.3)  # the next beat notes the gap
+        release.set()
+        wait_for(lambda: worker.pool.stale_skipped == 4, what="four released unstarted")
+    finally:
+        beating.set()
+        release.set()
+        thread.join(30)
+    assert len(runs) == 5 and all(count == 1 for _, count in runs), runs
+    assert mq.stats("gap").totals["completed"] == 5
 
 
 def test_a_worker_resumed_from_sigstop_starts_no_stale_handler(workers: Any) -> None:

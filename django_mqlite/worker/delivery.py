@@ -25,6 +25,8 @@ class Delivery:
     #: When the lease ends at the latest the worker knows of (engine clock, epoch
     #: seconds): the claim's ``locked_until``, moved on by each renewal.
     lease_until: float = 0.0
+    #: ``time.monotonic()`` just before the claim (the start-margin rule's pause check).
+    claimed_at: float = 0.0
     #: Seconds the handler may run (the consumer's timeout for this message), or None.
     timeout: float | None = None
     started: float | None = None

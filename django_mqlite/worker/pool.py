@@ -22,6 +22,7 @@ from collections.abc import Callable
 
 from django.db import DatabaseError, connections
 
+from ..conf import mqlite_settings
 from ..engine import settle
 from ..engine.clock import now_ms
 from ..exceptions import LockLostError, Reject
@@ -68,6 +69,8 @@ class Pool:
         self._serial = 0
         #: Deliveries released unstarted because their lease had run (nearly) out.
         self.stale_skipped = 0
+        self._last_beat = 0.0
+        self._paused_until = 0.0
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -198,11 +201,30 @@ class Pool:
         finally:
             connections.close_all()
 
+    def note_beat(self, before: float) -> None:
+        """A heartbeat committed (``before``: monotonic time read before it was written).
+        A gap between two beats longer than the stale-worker limit is a pause (SIGSTOP,
+        a VM pause, the database away): the stale-worker pass may have reclaimed every
+        lease this worker held then, whatever their deadlines said."""
+        with self.lock:
+            if before - self._last_beat > self._stale_limit_s():
+                self._paused_until = before
+            self._last_beat = max(self._last_beat, before)
+
+    def _stale_limit_s(self) -> float:
+        # The margin keeps clear of the reaper's own rounding and timing.
+        return float(mqlite_settings.WORKER_STALE_AFTER) * 0.8
+
     def _may_start(self, d: Delivery) -> bool:
-        """Whether ``d``'s lease has the start margin left (``prefetch.start_margin_s``);
-        a lost or nearly spent lease is not started (called holding the lock)."""
+        """The start-margin rule (``prefetch``): ``d``'s lease has the margin left, and
+        no pause long enough for the stale-worker pass came between its claim and now
+        (called holding the lock)."""
         if d.lost:
             return False
+        if d.claimed_at < self._paused_until:
+            return False
+        if self._last_beat and time.monotonic() - self._last_beat > self._stale_limit_s():
+            return False  # no heartbeat for that long: it may be another pause
         return d.lease_left_s(now_ms() / 1000) >= start_margin_s(d.lease_s)
 
     def _release_stale(self, d: Delivery) -> None:

@@ -21,7 +21,10 @@ left (by the engine's clock: the claim's ``locked_until``, moved on by each rene
 otherwise it releases the message (the claim's attempt is given back, ``settle.release``)
 and runs nothing. The margin is 10% of the lease, at least 1 s, and never more than a
 quarter of the lease: leases are renewed at half their life, so a healthy worker's
-waiting messages always have more than that left.
+waiting messages always have more than that left. A message claimed before a pause
+longer than the stale-worker limit (``WORKER_STALE_AFTER``, by the gap between two of
+the worker's heartbeats, or no heartbeat for that long) is released too: the
+stale-worker pass may have handed it to another worker before its lease ran out.
 """
 
 from __future__ import annotations

@@ -151,6 +151,7 @@ class Worker:
                 self._close_connection()
                 time.sleep(fault_s)
                 fault_s = min(fault_s * 2, FAULT_MAX_S)
+        self.pool.note_beat(time.monotonic())  # registering was this worker's first beat
         self.pool.start()
         wid = self.worker_id
         assert wid is not None  # set by _register
@@ -161,6 +162,7 @@ class Worker:
                 self.pool.busy,
                 self.using,
                 self._gauges,
+                self.pool.note_beat,
             )
         ]
         if self.reaper:
@@ -397,6 +399,7 @@ class Worker:
             consumer = self.consumers[name]
             if want - got <= 0:
                 break
+            claimed_at = time.monotonic()
             msgs = receive(
                 name, max_messages=want - got, worker_id=self.worker_id, using=self.using
             )
@@ -409,6 +412,7 @@ class Worker:
                 delivery = Delivery(
                     m, consumer, lease_s, now / 1000 + lease_s / 2, now / 1000 + lease_s
                 )
+                delivery.claimed_at = claimed_at
                 delivery.timeout = consumer.timeout_of(m)
                 batch.append(delivery)
             self.pool.submit(batch)
