@@ -99,3 +99,12 @@ def loses_its_connection(context: Any, succeed_on: int) -> int:
     if context.attempt < succeed_on:
         break_connection()
     return User.objects.count() + int(context.attempt)
+
+
+@task(queue_name="tasks", max_attempts=3, backoff=0)
+def chaos_task(i: int) -> int:
+    """The fault suite's task: a query on its thread's connection, then a little work."""
+    from django.contrib.auth.models import User
+
+    time.sleep(0.01)
+    return User.objects.count() + i
