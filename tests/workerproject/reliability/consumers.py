@@ -98,6 +98,8 @@ def chaos(msg: mq.Received) -> None:
             "start_ms": int(time.time() * 1000),
         }
     )
+    with connection.cursor() as cursor:  # a read outside any transaction, as handlers do
+        cursor.execute("SELECT 1 FROM reliability_order WHERE ref = %s", [ref])
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
             f"INSERT INTO {EFFECTS} (ref, token, delivery, pid) VALUES (%s, %s, %s, %s)",
