@@ -118,8 +118,8 @@ def test_faults(tmp_path: Path, tables: None, long_run: bool) -> None:
             if m.kind == "producer":
                 m.proc.wait(30)
         nemesis.revive()  # every worker up for the drain
-        drained = drain(deadline_s=120)
-        canaries = canary_round(rng)
+        drained = drain(deadline_s=90)
+        canaries = canary_round()
         busy = wait_idle(timeout_s=30)
         name_parent()
         for m in members:
@@ -173,23 +173,20 @@ def test_faults(tmp_path: Path, tables: None, long_run: bool) -> None:
 
 
 def live() -> int:
+    name_parent()
     return sum(len(live_messages(q)) for q in history.QUEUES)
 
 
 def drain(deadline_s: float) -> float:
-    """Until nothing is live in the fault queues; returns how long it took."""
+    """Until nothing is live in the fault queues (or ``deadline_s`` passed: the checker
+    then reports the stuck locks); returns how long it took."""
     t0 = time.monotonic()
-    while True:
-        name_parent()
-        left = live()
-        if not left:
-            return time.monotonic() - t0
-        if time.monotonic() - t0 > deadline_s:
-            raise AssertionError(f"not drained within {deadline_s}s: {left} live")
+    while live() and time.monotonic() - t0 < deadline_s:
         time.sleep(0.5)
+    return time.monotonic() - t0
 
 
-def canary_round(rng: random.Random, n: int = 120) -> list[str]:
+def canary_round(n: int = 120) -> list[str]:
     """After the faults: fresh messages must each be completed on their first delivery
     (a handler thread left with a broken connection fails every message it takes)."""
     refs = [f"canary-{i}" for i in range(n)]
@@ -197,9 +194,11 @@ def canary_round(rng: random.Random, n: int = 120) -> list[str]:
         for ref in refs:
             cursor.execute("INSERT INTO reliability_order (ref) VALUES (%s)", [ref])
     mq.send_batch("chaos", [mq.OutMessage({"ref": r}, message_id=r) for r in refs])
-    drain(deadline_s=60)
+    drain(deadline_s=30)
     rows = history.table("SELECT ref, delivery FROM reliability_effect WHERE ref LIKE 'canary-%%'")
-    return [f"{ref}: delivery {d}" for ref, d in rows if d != 1]
+    late = [f"{ref}: delivery {d}" for ref, d in rows if d != 1]
+    missing = set(refs) - {ref for ref, _d in rows}
+    return late + [f"{ref}: never delivered" for ref in sorted(missing)]
 
 
 def wait_idle(timeout_s: float) -> list[str]:
