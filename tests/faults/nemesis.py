@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from django.db import connection
+from django.db import DatabaseError, connection
 
 from .dbfaults import terminate_backends
 
@@ -59,9 +59,12 @@ class Nemesis:
     #: Seconds from each server restart until the first completion after it.
     recovery_s: list[float] = field(default_factory=list)
     completed: Callable[[], int] | None = None
+    #: Sends a burst of messages (a backlog for the workers to prefetch).
+    burst: Callable[[], None] | None = None
 
     def kinds(self) -> list[str]:
-        kinds = ["sigkill-worker", "sigkill-child", "sigkill-producer", "sigstop-worker"]
+        kinds = ["sigkill-worker", "sigkill-child", "sigkill-producer"]
+        kinds += ["sigstop-worker", "sigstop-worker"]
         if connection.vendor == "postgresql":
             kinds += ["pg-terminate", "pg-terminate"]
         else:
@@ -117,10 +120,28 @@ class Nemesis:
         return m.proc.pid
 
     def sigstop_worker(self) -> int:
+        """Freeze a worker past its leases, right after a burst of sends, so that it
+        holds prefetched messages waiting for a thread (the case a resumed worker must
+        not start)."""
+        if self.burst is not None:
+            try:
+                self.burst()
+            except DatabaseError:  # the parent's own connection met a fault: no burst
+                connection.close()
+            time.sleep(self.rng.uniform(0.05, 0.4))
         m = self._pick("worker")
-        m.proc.send_signal(signal.SIGSTOP)
-        for pid in child_pids(m.proc.pid):
-            _signal(pid, signal.SIGSTOP)
+        for _ in range(40):  # catch it holding more than it runs, for up to ~2 s
+            pids = [m.proc.pid, *child_pids(m.proc.pid)]
+            for pid in pids:
+                _signal(pid, signal.SIGSTOP)
+            if held_beyond_threads(pids, threads=8 if "--concurrency" in m.args else 1):
+                break
+            for pid in pids:
+                _signal(pid, signal.SIGCONT)
+            time.sleep(0.05)
+        else:
+            for pid in [m.proc.pid, *child_pids(m.proc.pid)]:
+                _signal(pid, signal.SIGSTOP)
         time.sleep(self.rng.uniform(1.3, 2.5) * self.lock_s)  # past the lease
         for pid in child_pids(m.proc.pid):
             _signal(pid, signal.SIGCONT)
@@ -172,6 +193,20 @@ class Nemesis:
             except Exception:
                 connection.close()
                 time.sleep(0.1)
+
+
+def held_beyond_threads(pids: list[int], threads: int) -> bool:
+    """Whether some worker process among ``pids`` holds more messages than it has
+    handler threads (some wait, prefetched, for a thread)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT w.id, count(m.seq) FROM mqlite_worker w JOIN mqlite_message m "
+            "ON m.locked_by = w.id AND m.state = 'locked' "
+            f"WHERE w.stopped_at IS NULL AND w.pid IN ({', '.join(['%s'] * len(pids))}) "
+            "GROUP BY w.id",
+            pids,
+        )
+        return any(n > threads for _wid, n in cursor.fetchall())
 
 
 def child_pids(parent: int) -> list[int]:

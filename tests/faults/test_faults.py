@@ -15,6 +15,8 @@ Long form, by hand (restarts the local PostgreSQL server twice):
 
 from __future__ import annotations
 
+import functools
+import itertools
 import json
 import os
 import random
@@ -23,7 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 
 import django_mqlite as mq
 from django_mqlite.models import Worker as WorkerRow
@@ -106,7 +108,15 @@ def test_faults(tmp_path: Path, tables: None, long_run: bool) -> None:
         members.append(
             Member("producer", args, "chaos_produce", fleet.start(*args, command="chaos_produce"))
         )
-    nemesis = Nemesis(fleet, members, rng, LOCK_S, restarts=restarts, completed=completed_total)
+    nemesis = Nemesis(
+        fleet,
+        members,
+        rng,
+        LOCK_S,
+        restarts=restarts,
+        completed=completed_total,
+        burst=functools.partial(send_burst, sends_log, itertools.count()),
+    )
     t0 = time.monotonic()
     try:
         for m in members:
@@ -170,6 +180,23 @@ def test_faults(tmp_path: Path, tables: None, long_run: bool) -> None:
     assert sum(report["faults"].values()) >= duration_s / every_s[1]
     failed = {k: v[:5] for k, v in checks.items() if v}
     assert not failed, f"{failed}\n{json.dumps(report)}\n{fleet.all_output()[-4000:]}"
+
+
+def send_burst(log: Path, bursts: Iterator[int], n: int = 400) -> None:
+    """``n`` business rows and their messages in one transaction, from this process,
+    logged as committed sends."""
+    name_parent()
+    refs = [f"burst{next(bursts)}-{i}" for i in range(n)]
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            for ref in refs:
+                cursor.execute("INSERT INTO reliability_order (ref) VALUES (%s)", [ref])
+        seqs = mq.send_batch("chaos", [mq.OutMessage({"ref": r}, message_id=r) for r in refs])
+    with log.open("a") as f:
+        for ref, seq in zip(refs, seqs, strict=True):
+            f.write(json.dumps({"ref": ref, "seq": seq, "group": None}) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
 
 
 def live() -> int:
