@@ -66,7 +66,7 @@ class Nemesis:
         kinds = ["sigkill-worker", "sigkill-child", "sigkill-producer"]
         kinds += ["sigstop-worker", "sigstop-worker"]
         if connection.vendor == "postgresql":
-            kinds += ["pg-terminate", "pg-terminate"]
+            kinds += ["pg-terminate"] * 3
         else:
             kinds += ["sqlite-lock-holder-killed"]
         return kinds
@@ -142,7 +142,7 @@ class Nemesis:
         else:
             for pid in [m.proc.pid, *child_pids(m.proc.pid)]:
                 _signal(pid, signal.SIGSTOP)
-        time.sleep(self.rng.uniform(1.3, 2.5) * self.lock_s)  # past the lease
+        time.sleep(self.rng.uniform(1.2, 2.0) * self.lock_s)  # past the lease
         for pid in child_pids(m.proc.pid):
             _signal(pid, signal.SIGCONT)
         m.proc.send_signal(signal.SIGCONT)

@@ -87,7 +87,7 @@ def completed_total() -> int:
 def test_faults(tmp_path: Path, tables: None, long_run: bool) -> None:
     seed = int(os.environ.get("MQLITE_FAULTS_SEED", "31"))
     rng = random.Random(seed)
-    duration_s = 180.0 if long_run else 50.0
+    duration_s = 180.0 if long_run else 60.0
     every_s = (3.0, 8.0) if long_run else (2.0, 4.0)
     restarts = long_run and connection.vendor == "postgresql"
     name_parent()
@@ -177,7 +177,7 @@ def test_faults(tmp_path: Path, tables: None, long_run: bool) -> None:
     }
     print("\nfault suite: " + json.dumps(report))
     (tmp_path / "report.json").write_text(json.dumps(report, indent=1))
-    assert sum(report["faults"].values()) >= duration_s / every_s[1]
+    assert sum(report["faults"].values()) >= duration_s / 8  # a SIGSTOP lasts a while
     failed = {k: v[:5] for k, v in checks.items() if v}
     assert not failed, f"{failed}\n{json.dumps(report)}\n{fleet.all_output()[-4000:]}"
 
