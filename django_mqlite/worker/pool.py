@@ -234,8 +234,8 @@ class Pool:
             self.stale_skipped += 1
         d.lost = d.finished = True
         logger.warning(
-            "%s #%s: not started, its lease has less than %.1fs left (was this worker "
-            "paused?); releasing it",
+            "%s #%s: not started, its lease may be gone (less than %.1fs left, or this "
+            "worker was paused past the stale-worker limit); releasing it",
             msg.queue,
             msg.seq,
             start_margin_s(d.lease_s),
@@ -318,7 +318,7 @@ class Pool:
             with self.lock:
                 self.failures += 1
         # The handler may have failed because this thread's connection was lost: check
-        # it first, and retry the settle once on a fresh one (a settle is receipted).
+        # it first, and retry the settle on a fresh one (a settle is receipted).
         db_health.refresh()
         delay = self.backoff(d.msg.delivery_count)
         db_health.retry_lost(

@@ -152,8 +152,16 @@ def totals() -> dict[str, dict[str, int]]:
     return {q: check_totals(q) for q in QUEUES}
 
 
+LIVE = ("active", "locked", "deferred", "scheduled")
+
+
 def stuck_locks() -> list[str]:
-    return [f"{q} #{m.seq} {m.state}" for q in QUEUES for m in live_messages(q)]
+    """Messages still live after the drain (a lock nobody settles or reclaims)."""
+    return [f"{q} #{m.seq} {m.state}" for q in QUEUES for m in live_messages(q) if m.state in LIVE]
+
+
+def live() -> int:
+    return sum(mq.stats(q).counts[s] for q in QUEUES for s in LIVE)
 
 
 def dead_lettered() -> list[str]:

@@ -32,7 +32,7 @@ from django_mqlite.models import Worker as WorkerRow
 from django_mqlite.tasks.compat import task_backends
 from tests.workerproject.recorder import tasks
 
-from ..reliability.harness import Fleet, live_messages
+from ..reliability.harness import Fleet
 from . import history
 from .nemesis import Member, Nemesis, summary
 
@@ -201,7 +201,7 @@ def send_burst(log: Path, bursts: Iterator[int], n: int = 400) -> None:
 
 def live() -> int:
     name_parent()
-    return sum(len(live_messages(q)) for q in history.QUEUES)
+    return history.live()
 
 
 def drain(deadline_s: float) -> float:
