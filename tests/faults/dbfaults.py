@@ -5,12 +5,13 @@ process.
 A broken connection is what a worker thread sees after a server restart or a
 ``pg_terminate_backend``: on PostgreSQL the backend really is terminated (from another
 connection, waiting until it is gone); on SQLite, which has no server, the thread's raw
-``sqlite3`` connection is closed under Django's feet, so its next query fails the way a
-lost connection does.
+``sqlite3`` connection is closed under Django's feet (through PgBouncer too, which owns the server
+connections), so its next query fails the way a lost connection does.
 """
 
 from __future__ import annotations
 
+import os
 import time
 
 from django.db import connections
@@ -22,7 +23,9 @@ def break_connection(alias: str = "default") -> None:
     conn.ensure_connection()
     raw = conn.connection
     assert raw is not None
-    if conn.vendor != "postgresql":
+    if conn.vendor != "postgresql" or os.environ.get("MQLITE_TEST_DB") == "pgbouncer":
+        # No server to lose (SQLite), or none this connection owns (PgBouncer pools the
+        # server connections): the client's end is closed instead.
         raw.close()
         return
     import psycopg

@@ -36,7 +36,13 @@ from ..reliability.harness import Fleet
 from . import history
 from .nemesis import Member, Nemesis, summary
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+# The long form runs for about six minutes on PostgreSQL (two restarts); the short one
+# for under two. Beyond the suite-wide per-test timeout, so it sets its own.
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.slow,
+    pytest.mark.timeout(1200),
+]
 
 LOCK_S = 2.0
 MAX_DELIVERIES = 20
