@@ -11,6 +11,7 @@ while holding it. Each killed process is restarted with the same arguments.
 
 from __future__ import annotations
 
+import os
 import random
 import signal
 import subprocess
@@ -25,8 +26,21 @@ from django.db import DatabaseError, connection
 
 from .dbfaults import terminate_backends
 
-#: ``pg_ctlcluster`` arguments of the local server's restart (the long form only).
-PG_RESTART = ["pg_ctlcluster", "--skip-systemctl-redirect", "15", "main", "restart"]
+#: The PostgreSQL cluster the long form restarts (``pg_ctlcluster`` version and name): by
+#: default the local server, shared with every other user of this machine; point
+#: ``MQLITE_FAULTS_PG_CLUSTER`` (and ``PGPORT``) at a private cluster to leave it alone.
+PG_CLUSTER = os.environ.get("MQLITE_FAULTS_PG_CLUSTER", "15 main").split()
+
+
+def pg_ctl(action: str, timeout_s: float = 180) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        ["pg_ctlcluster", "--skip-systemctl-redirect", *PG_CLUSTER, action, "-m", "fast"],
+        capture_output=True,
+        timeout=timeout_s,
+        check=False,
+    )
+
+
 HOLD_LOCK = """
 import sqlite3, sys, time
 conn = sqlite3.connect(sys.argv[1], timeout=30, isolation_level=None)
@@ -107,8 +121,6 @@ class Nemesis:
             return None
         pid = self.rng.choice(children)
         try:
-            import os
-
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             return None
@@ -152,9 +164,16 @@ class Nemesis:
         return terminate_backends(connection.get_connection_params())
 
     def pg_restart(self) -> float:
+        """Restart the server (fast mode, after a checkpoint so that the shutdown's own
+        is short: a busy server's can outlast ``pg_ctl``'s wait); start it again if the
+        restart did not; returns how long it was away."""
         before = self._completed_now()
+        with connection.cursor() as cursor:
+            cursor.execute("CHECKPOINT")
         t0 = time.monotonic()
-        subprocess.run(PG_RESTART, check=True, capture_output=True, timeout=120)
+        done = pg_ctl("restart")
+        if done.returncode != 0:
+            pg_ctl("start")
         restarted = time.monotonic()
         while self._completed_now() <= before:
             if time.monotonic() - restarted > 120:
@@ -223,8 +242,6 @@ def child_pids(parent: int) -> list[int]:
 
 
 def _signal(pid: int, sig: int) -> None:
-    import os
-
     try:
         os.kill(pid, sig)
     except ProcessLookupError:
