@@ -70,7 +70,8 @@ class Nemesis:
     lock_s: float
     restarts: bool = False
     log: list[dict[str, Any]] = field(default_factory=list)
-    #: Seconds from each server restart until the first completion after it.
+    #: Seconds from each server restart's end (the server up again) until the first
+    #: completion after it.
     recovery_s: list[float] = field(default_factory=list)
     completed: Callable[[], int] | None = None
     #: Sends a burst of messages (a backlog for the workers to prefetch).
