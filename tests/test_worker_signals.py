@@ -68,7 +68,13 @@ def test_sigkill_mid_handler_is_redelivered_via_stale_heartbeat(workers: Any, qu
     print(f"\nSIGKILLed worker's message redelivered and done {elapsed:.2f}s after the kill")
     assert elapsed < 30
     assert done[0]["delivery"] == 2 and done[0]["pid"] == survivor.pid
-    totals = mq.stats("work").totals
+    # The handler logs "done" before the worker's group commit writes the completion:
+    # wait (bounded) for the commit, then assert the counters exactly.
+    totals = wait_for(
+        lambda: (t := mq.stats("work").totals)["completed"] >= 1 and t,
+        timeout=10,
+        what="the completion committed",
+    )
     assert totals["reclaimed"] == 1 and totals["completed"] == 1
     code, _out, err = workers.stop(survivor)
     assert code == 0, err

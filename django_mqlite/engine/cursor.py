@@ -54,4 +54,6 @@ def cursor_for(alias: str) -> CursorWrapper:
         return db.cursor()
     db.ensure_connection()
     db.validate_thread_sharing()
-    return SQLiteEngineCursor(db.connection.cursor(), db)
+    with db.wrap_database_errors:  # a closed connection fails as Django's cursor does
+        raw = db.connection.cursor()
+    return SQLiteEngineCursor(raw, db)

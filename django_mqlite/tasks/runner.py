@@ -27,6 +27,7 @@ from __future__ import annotations
 import logging
 import random
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +39,7 @@ from ..engine.queues import get_queue
 from ..engine.received import Received
 from ..engine.types import Completion
 from ..exceptions import LockLostError, Reject
+from ..worker import db_health
 from ..worker.retry import backoff_delay
 from . import envelope
 from .compat import (
@@ -129,7 +131,11 @@ class Job:
             self.enqueued_at = to_ms(self.msg.enqueued_at)
             self._worker = str(self.msg.worker_id)
             return
-        row = self._rows().values_list("attempts", "locked_by", "enqueued_at").first()
+        row = db_health.retry_lost(
+            lambda: self._rows().values_list("attempts", "locked_by", "enqueued_at").first(),
+            self.alias,
+            f"reading task #{self.msg.seq}",
+        )
         if row is None:
             raise LockLostError(f"task #{self.msg.seq}: lease lost before it started")
         self.history = list(row[0] or [])
@@ -168,14 +174,52 @@ class Job:
             kwargs=self.kwargs,
         )
 
+    @property
+    def alias(self) -> str:
+        return core.alias_of(self.msg.using, self.msg.queue)
+
     def fail(self, description: str, tb: str, reject: Reject | None = None) -> bool:
-        """Retry or dead-letter after a failed attempt; True when it was the last."""
+        """Retry or dead-letter after a failed attempt; True when it was the last.
+
+        The attempt may have failed because this thread's connection was lost (the
+        task's own queries met a terminated backend or a restart): the connection is
+        checked first, and the settlement is retried on a fresh one, since an
+        exact replay of a settlement that did commit succeeds through its receipt."""
+        db_health.refresh()
+        settled = db_health.retry_lost(
+            self._fail_settlement(description, tb, reject),
+            self.alias,
+            f"recording task #{self.msg.seq}'s failure",
+        )
+        return settled
+
+    def _fail_settlement(
+        self, description: str, tb: str, reject: Reject | None
+    ) -> Callable[[], bool]:
+        """The settlement of a failed attempt, decided once (its retry delay too), so
+        that a repeat is the same request."""
+        max_attempts, backoff, _ = self.backend.policy(self.task)
+        attempt = self.msg.delivery_count
+        delay = retry_delay(backoff, attempt)
+
+        def run() -> bool:
+            return self._settle_failed(description, tb, reject, max_attempts, attempt, delay)
+
+        return run
+
+    def _settle_failed(
+        self,
+        description: str,
+        tb: str,
+        reject: Reject | None,
+        max_attempts: int,
+        attempt: int,
+        delay: float,
+    ) -> bool:
         msg = self.msg
         token = msg.lock_token
         assert token is not None
-        max_attempts, backoff, _ = self.backend.policy(self.task)
         cap = get_queue(msg.queue, using=msg.using).max_delivery_count
-        attempt = msg.delivery_count
         if reject is not None:
             item = settle.RejectItem(
                 msg.seq, token, reject.reason, reject.description, attempt=self.attempt
@@ -190,7 +234,6 @@ class Job:
             got = settle.reject_many(msg.queue, [item], using=msg.using)
             final = True
         else:
-            delay = retry_delay(backoff, attempt)
             abandon = settle.AbandonItem(msg.seq, token, delay, tb, self.attempt)
             got = settle.abandon_many(msg.queue, [abandon], using=msg.using)
             final = False

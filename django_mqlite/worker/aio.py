@@ -15,8 +15,9 @@ coroutine: use ``asyncio.sleep``, async clients, or ``sync_to_async`` for blocki
 
 Database work in a coroutine handler goes through ``sync_to_async`` (thread-sensitive,
 as Django documents), which runs on asgiref's one thread-sensitive thread of the process;
-its connection is checked after each handler as Django does after each request
-(``close_old_connections``).
+its connection is checked after each handler by the worker's rule (``db_health``: kept
+across messages, discarded when unusable or past a positive ``CONN_MAX_AGE``), not
+closed after every message as ``close_old_connections`` would with ``CONN_MAX_AGE = 0``.
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from asgiref.sync import iscoroutinefunction, sync_to_async
-from django.db import close_old_connections
 
+from . import db_health
 from .delivery import Delivery
 
 _lock = threading.Lock()
@@ -62,7 +63,7 @@ async def _run(func: Callable[[Any], Awaitable[Any]], msg: Any) -> Any:
     try:
         return await func(msg)
     finally:
-        await sync_to_async(close_old_connections, thread_sensitive=True)()
+        await sync_to_async(db_health.refresh, thread_sensitive=True)()
 
 
 def call_handler(d: Delivery) -> Any:

@@ -11,6 +11,7 @@ import logging
 import os
 import socket
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -23,6 +24,7 @@ from ..engine.listen import NOTIFY_CHANNEL as NOTIFY_CHANNEL
 from ..engine.listen import Listener as Listener
 from ..engine.listen import listen_wrapper as listen_wrapper
 from ..engine.maintenance import reap
+from . import db_health
 
 logger = logging.getLogger("django_mqlite.worker")
 
@@ -40,6 +42,7 @@ class Loop(threading.Thread):
         try:
             while not self.stopping.is_set():
                 try:
+                    db_health.refresh()  # this thread's connection, once per pass
                     self.step()
                 except Exception:
                     logger.exception("%s pass failed", self.name)
@@ -110,9 +113,16 @@ def heartbeat_loop(
     in_flight: Callable[[], int],
     using: str,
     gauges: Callable[[], dict[str, int | None]] | None = None,
+    on_beat: Callable[[float], None] | None = None,
 ) -> Loop:
+    """``on_beat(t)`` hears of each heartbeat that committed, ``t`` being
+    ``time.monotonic()`` read before it was written."""
+
     def step() -> None:
+        before = time.monotonic()
         heartbeat(worker_id, in_flight(), using, **(gauges() if gauges else {}))
+        if on_beat is not None:
+            on_beat(before)
 
     return Loop("mqlite-heartbeat", interval_s, step)
 

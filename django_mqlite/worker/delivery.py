@@ -22,6 +22,11 @@ class Delivery:
     #: How long a lease lasts for this message, in seconds; renewed at half of it.
     lease_s: float
     next_renew: float
+    #: When the lease ends at the latest the worker knows of (engine clock, epoch
+    #: seconds): the claim's ``locked_until``, moved on by each renewal.
+    lease_until: float = 0.0
+    #: ``time.monotonic()`` just before the claim (the start-margin rule's pause check).
+    claimed_at: float = 0.0
     #: Seconds the handler may run (the consumer's timeout for this message), or None.
     timeout: float | None = None
     started: float | None = None
@@ -31,6 +36,10 @@ class Delivery:
     timed_out: bool = False
     #: A renewal found the lease gone: another worker may have the message now.
     lost: bool = False
+
+    def lease_left_s(self, now_s: float) -> float:
+        """Seconds of lease left at ``now_s`` (engine clock), by what the worker knows."""
+        return self.lease_until - now_s
 
     @property
     def key(self) -> tuple[str, int]:

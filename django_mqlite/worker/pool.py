@@ -20,11 +20,15 @@ import traceback
 from collections import deque
 from collections.abc import Callable
 
-from django.db import connections
+from django.db import DatabaseError, connections
 
+from ..conf import mqlite_settings
+from ..engine import settle
+from ..engine.clock import now_ms
 from ..exceptions import LockLostError, Reject
-from . import handling
+from . import db_health, handling
 from .delivery import Delivery
+from .prefetch import start_margin_s
 
 logger = logging.getLogger("django_mqlite.worker")
 
@@ -63,6 +67,10 @@ class Pool:
         self.failures = 0
         self._threads: list[threading.Thread] = []
         self._serial = 0
+        #: Deliveries released unstarted because their lease had run (nearly) out.
+        self.stale_skipped = 0
+        self._last_beat = 0.0
+        self._paused_until = 0.0
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -175,8 +183,15 @@ class Pool:
                     if not self.pending:
                         return
                     d = self.pending.popleft()
-                    d.started = time.monotonic()
-                    self.running.add(d)
+                    stale = not self._may_start(d)
+                    if not stale:
+                        d.started = time.monotonic()
+                        self.running.add(d)
+                db_health.refresh()  # this thread's connection, once per message
+                if stale:
+                    self._release_stale(d)
+                    d = None
+                    continue
                 self._execute(d)
                 if d.timed_out:
                     return  # a replacement thread took this one's place
@@ -185,6 +200,56 @@ class Pool:
             self._thread_died(d, exc)
         finally:
             connections.close_all()
+
+    def note_beat(self, before: float) -> None:
+        """A heartbeat committed (``before``: monotonic time read before it was written).
+        A gap between two beats longer than the stale-worker limit is a pause (SIGSTOP,
+        a VM pause, the database away): the stale-worker pass may have reclaimed every
+        lease this worker held then, whatever their deadlines said."""
+        with self.lock:
+            if before - self._last_beat > self._stale_limit_s():
+                self._paused_until = before
+            self._last_beat = max(self._last_beat, before)
+
+    def _stale_limit_s(self) -> float:
+        # The margin keeps clear of the reaper's own rounding and timing.
+        return float(mqlite_settings.WORKER_STALE_AFTER) * 0.8
+
+    def _may_start(self, d: Delivery) -> bool:
+        """The start-margin rule (``prefetch``): ``d``'s lease has the margin left, and
+        no pause long enough for the stale-worker pass came between its claim and now
+        (called holding the lock)."""
+        if d.lost:
+            return False
+        if d.claimed_at < self._paused_until:
+            return False
+        if self._last_beat and time.monotonic() - self._last_beat > self._stale_limit_s():
+            return False  # no heartbeat for that long: it may be another pause
+        return d.lease_left_s(now_ms() / 1000) >= start_margin_s(d.lease_s)
+
+    def _release_stale(self, d: Delivery) -> None:
+        """Give back a delivery whose lease is (nearly) spent without running it."""
+        msg = d.msg
+        with self.lock:
+            self.stale_skipped += 1
+        d.lost = d.finished = True
+        logger.warning(
+            "%s #%s: not started, its lease may be gone (less than %.1fs left, or this "
+            "worker was paused past the stale-worker limit); releasing it",
+            msg.queue,
+            msg.seq,
+            start_margin_s(d.lease_s),
+        )
+        try:
+            db_health.retry_lost(
+                lambda: settle.release(msg.queue, [d.item()], using=self.using),
+                self.using,
+                f"releasing {msg.queue} #{msg.seq}",
+            )
+        except DatabaseError as exc:  # the lease runs out and the reaper takes it back
+            logger.warning("%s #%s: could not release: %s", msg.queue, msg.seq, exc)
+        finally:
+            self.wake()
 
     def _thread_died(self, d: Delivery | None, exc: BaseException) -> None:
         """Whatever killed this thread (a bug, ``SystemExit`` from the settle path), its
@@ -252,4 +317,14 @@ class Pool:
         if failure is not None:
             with self.lock:
                 self.failures += 1
-        handling.settle_failure(d.msg, failure, tb, using=self.using, backoff=self.backoff)
+        # The handler may have failed because this thread's connection was lost: check
+        # it first, and retry the settle on a fresh one (a settle is receipted).
+        db_health.refresh()
+        delay = self.backoff(d.msg.delivery_count)
+        db_health.retry_lost(
+            lambda: handling.settle_failure(
+                d.msg, failure, tb, using=self.using, backoff=lambda _attempt: delay
+            ),
+            self.using,
+            f"settling {d.msg.queue} #{d.msg.seq}",
+        )

@@ -12,6 +12,19 @@ Group commit: completions and failures wait up to ``GROUP_COMMIT_S`` (or until
 ``MAX_BATCH`` of them are waiting, or nothing else is running) so that one statement
 and one commit settle a batch. A crash can then re-deliver at most one batch of
 finished work, which the at-least-once contract allows.
+
+Start margin: a prefetched message waits for a thread under its lease, and a worker
+frozen meanwhile (SIGSTOP, a VM pause, a swap storm) can wake up holding leases that ran
+out while it slept; another worker may have run and completed the message since. So a
+handler thread starts a delivery only while its lease has at least ``start_margin_s``
+left (by the engine's clock: the claim's ``locked_until``, moved on by each renewal);
+otherwise it releases the message (the claim's attempt is given back, ``settle.release``)
+and runs nothing. The margin is 10% of the lease, at least 1 s, and never more than a
+quarter of the lease: leases are renewed at half their life, so a healthy worker's
+waiting messages always have more than that left. A message claimed before a pause
+longer than the stale-worker limit (``WORKER_STALE_AFTER``, by the gap between two of
+the worker's heartbeats, or no heartbeat for that long) is released too: the
+stale-worker pass may have handed it to another worker before its lease ran out.
 """
 
 from __future__ import annotations
@@ -23,6 +36,19 @@ MAX_BATCH = 64
 GROUP_COMMIT_S = 0.004
 #: Weight of the newest handler time in the running average.
 SMOOTHING = 0.2
+
+
+#: The start margin: this fraction of the lease, at least ``START_MARGIN_MIN_S``, at
+#: most ``START_MARGIN_MAX_FRACTION`` of the lease.
+START_MARGIN_FRACTION = 0.1
+START_MARGIN_MIN_S = 1.0
+START_MARGIN_MAX_FRACTION = 0.25
+
+
+def start_margin_s(lease_s: float) -> float:
+    """How much lease a delivery must have left for a handler to start it."""
+    wanted = max(START_MARGIN_MIN_S, START_MARGIN_FRACTION * lease_s)
+    return min(wanted, START_MARGIN_MAX_FRACTION * lease_s)
 
 
 class Prefetch:

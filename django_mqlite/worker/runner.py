@@ -36,7 +36,7 @@ from ..engine.queues import create_queue, get_queue, sync_declared
 from ..exceptions import LockLostError, QueueNotFoundError
 from ..tasks import periodic
 from ..tasks.declared import declared_queues
-from . import background, clockskew, prefetch, settlement
+from . import background, clockskew, db_health, prefetch, settlement
 from .delivery import Delivery
 from .memory import rss_mb
 from .pool import Pool
@@ -91,6 +91,7 @@ class Worker:
         self.rng = rng or random.Random()  # noqa: S311 - jitter, not security
         self.worker_id: int | None = None
         self._skew_leases: list[float] = []
+        self._clock: clockskew.ClockGuard | None = None
         self.claimed = 0
         #: What this worker's batched settlements did, by outcome (``engine.types.Outcome``)
         #: as the engine's verbs answered: completed, retried, dead_lettered, forwarded...
@@ -150,6 +151,7 @@ class Worker:
                 self._close_connection()
                 time.sleep(fault_s)
                 fault_s = min(fault_s * 2, FAULT_MAX_S)
+        self.pool.note_beat(time.monotonic())  # registering was this worker's first beat
         self.pool.start()
         wid = self.worker_id
         assert wid is not None  # set by _register
@@ -160,6 +162,7 @@ class Worker:
                 self.pool.busy,
                 self.using,
                 self._gauges,
+                self.pool.note_beat,
             )
         ]
         if self.reaper:
@@ -199,6 +202,7 @@ class Worker:
         skew = clockskew.check_at_start(self.using, leases)
         logger.info("clock: %s", clockskew.describe(skew))
         self.worker_id = background.register_worker(list(self.consumers), self.using, skew)
+        self._clock = clockskew.ClockGuard(self.using, clockskew.bound_s(leases))
 
     def _gauges(self) -> dict[str, int | None]:
         """What the heartbeat records beside ``in_flight`` (runs in the heartbeat thread)."""
@@ -313,6 +317,7 @@ class Worker:
     def _tick(self, since: Any, idle_s: float) -> float | None:
         """One pass of the loop; returns the next idle back-off, or None to stop."""
         idle_max = IDLE_MAX_LISTENING_S if self.listening else IDLE_MAX_S
+        db_health.refresh()  # the main thread's connection, once per tick
         self._flush_completions(force=self.stop_reason is not None)
         self._expire_timeouts()
         self._renew_due()
@@ -326,6 +331,10 @@ class Worker:
                 logger.warning("shutdown timeout: abandoning %s running", self.pool.busy())
                 return None
             wakeup.wait_any(since, self._next_deadline(0.5))
+            return idle_s
+        if self._clock is not None and not self._clock.may_claim():
+            # The clock jumped: claim nothing until the skew is measured again.
+            wakeup.wait_any(since, self._next_deadline(clockskew.RECHECK_EVERY_S))
             return idle_s
         got = self._claim()
         if got:
@@ -390,6 +399,7 @@ class Worker:
             consumer = self.consumers[name]
             if want - got <= 0:
                 break
+            claimed_at = time.monotonic()
             msgs = receive(
                 name, max_messages=want - got, worker_id=self.worker_id, using=self.using
             )
@@ -399,7 +409,10 @@ class Worker:
                 lease_s = max(
                     0.1, ((to_ms(m.locked_until) if m.locked_until else now) - now) / 1000
                 )
-                delivery = Delivery(m, consumer, lease_s, now / 1000 + lease_s / 2)
+                delivery = Delivery(
+                    m, consumer, lease_s, now / 1000 + lease_s / 2, now / 1000 + lease_s
+                )
+                delivery.claimed_at = claimed_at
                 delivery.timeout = consumer.timeout_of(m)
                 batch.append(delivery)
             self.pool.submit(batch)

@@ -50,6 +50,7 @@ def renew_due(pool: Pool, using: str, worker_id: int | None = None) -> None:
             for d, renewed in zip(part, ok, strict=True):
                 if renewed:
                     d.next_renew = now + d.lease_s / 2
+                    d.lease_until = now + d.lease_s
                 else:
                     d.lost = True
                     logger.warning("%s #%s: lease lost while held", queue, d.msg.seq)

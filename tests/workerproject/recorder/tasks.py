@@ -86,3 +86,25 @@ def calls_sys_exit(code: int) -> None:
 def raises_keyboard_interrupt() -> None:
     _log("raises_keyboard_interrupt")
     raise KeyboardInterrupt("raised by the task itself")
+
+
+@task(queue_name="tasks", takes_context=True, max_attempts=3, backoff=0)
+def loses_its_connection(context: Any, succeed_on: int) -> int:
+    """Loses its thread's database connection (a terminated backend on PostgreSQL) and
+    then queries, on every attempt before ``succeed_on``."""
+    from django.contrib.auth.models import User
+
+    from tests.faults.dbfaults import break_connection
+
+    if context.attempt < succeed_on:
+        break_connection()
+    return User.objects.count() + int(context.attempt)
+
+
+@task(queue_name="tasks", max_attempts=3, backoff=0)
+def chaos_task(i: int) -> int:
+    """The fault suite's task: a query on its thread's connection, then a little work."""
+    from django.contrib.auth.models import User
+
+    time.sleep(0.01)
+    return User.objects.count() + i

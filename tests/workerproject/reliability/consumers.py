@@ -20,6 +20,8 @@ import os
 import time
 from typing import Any
 
+from django.db import connection, transaction
+
 import django_mqlite as mq
 
 #: The sweep queue's consumer timeout. Tests keep it above the queue's lock duration, so
@@ -27,10 +29,14 @@ import django_mqlite as mq
 SWEEP_TIMEOUT_S = 1.5
 
 
-def append(line: dict[str, Any]) -> None:
-    fd = os.open(os.environ["MQLITE_TEST_LOG"], os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+def append(line: dict[str, Any], path: str | None = None) -> None:
+    """Append one JSON line; fsynced when ``MQLITE_TEST_FSYNC`` is set (the fault suite:
+    a line written survives a crash of the machine's page cache too)."""
+    fd = os.open(path or os.environ["MQLITE_TEST_LOG"], os.O_WRONLY | os.O_APPEND | os.O_CREAT)
     try:
         os.write(fd, (json.dumps(line) + "\n").encode())
+        if os.environ.get("MQLITE_TEST_FSYNC"):
+            os.fsync(fd)
     finally:
         os.close(fd)
 
@@ -70,6 +76,45 @@ def deliver(msg: mq.Received) -> None:
         raise ValueError(f"planned failure on delivery {msg.delivery_count}")
 
 
+def chaos(msg: mq.Received) -> None:
+    """The fault suite's consumer (``tests/faults``): records the delivery, then writes
+    its side effect (a row naming the lease) in its own transaction, on this thread's
+    connection, and sleeps or fails as the message's plan says."""
+    props = msg.properties
+    ref = json.loads(msg.body)["ref"]
+    append(
+        {
+            "event": "start",
+            "queue": msg.queue,
+            "seq": msg.seq,
+            "ref": ref,
+            "group": msg.group_id,
+            "token": msg.lock_token,
+            "until_ms": None
+            if msg.locked_until is None
+            else round(msg.locked_until.timestamp() * 1000),
+            "delivery": msg.delivery_count,
+            "pid": os.getpid(),
+            "start_ms": int(time.time() * 1000),
+        }
+    )
+    with connection.cursor() as cursor:  # a read outside any transaction, as handlers do
+        cursor.execute("SELECT 1 FROM reliability_order WHERE ref = %s", [ref])
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {EFFECTS} (ref, token, delivery, pid) VALUES (%s, %s, %s, %s)",
+            [ref, msg.lock_token, msg.delivery_count, os.getpid()],
+        )
+    time.sleep(float(props.get("sleep_s", 0)))
+    if msg.delivery_count in props.get("fail", ()):
+        raise ValueError(f"planned failure on delivery {msg.delivery_count}")
+
+
+#: The fault suite's side-effect table (created by the test).
+EFFECTS = "reliability_effect"
+
 mq.consumer("sweep", timeout=SWEEP_TIMEOUT_S)(deliver)
+for _queue in ("chaos", "chaos-groups"):
+    mq.consumer(_queue)(chaos)
 for _queue in ("crash", "faults", "drain"):
     mq.consumer(_queue)(deliver)

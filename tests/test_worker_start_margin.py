@@ -1,0 +1,192 @@
+"""A handler never starts a prefetched delivery whose lease is (nearly) spent: a worker
+paused past its leases (SIGSTOP, a VM pause) releases them, without counting an
+attempt, instead of running side effects another worker may already have run
+(``django_mqlite/worker/prefetch.py``, "Start margin")."""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from typing import Any
+
+import pytest
+from django.test import override_settings
+
+import django_mqlite as mq
+from django_mqlite.consumers import Registry
+from django_mqlite.engine import settle
+from django_mqlite.worker import Worker, background, settlement
+from django_mqlite.worker.prefetch import start_margin_s
+
+from .procs import wait_for
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_the_margin_is_a_tenth_of_the_lease_at_least_a_second_at_most_a_quarter() -> None:
+    assert start_margin_s(60) == 6
+    assert start_margin_s(5) == 1
+    assert start_margin_s(2) == 0.5
+    assert start_margin_s(30) == 3
+
+
+@override_settings(MQLITE={"WORKER_STALE_AFTER": 3600})  # the heartbeat runs on real time
+def test_a_worker_paused_past_its_leases_starts_no_stale_handler(
+    clock: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Five messages under 30 s leases: one runs, four wait for the only thread. The
+    worker is 'paused' (its renewals stop) while 28 s pass: the four have 2 s left, less
+    than the 3 s margin, so none is started; each is released with its attempt given
+    back, claimed again and run once."""
+    mq.create_queue("hold", lock_duration=30)
+    mq.send_batch("hold", [mq.OutMessage(i) for i in range(5)])
+    started, release = threading.Event(), threading.Event()
+    runs: list[tuple[int, int]] = []
+    lease_left: list[float] = []
+
+    def handle(msg: mq.Received) -> None:
+        runs.append((msg.seq, msg.delivery_count))
+        assert msg.locked_until is not None
+        lease_left.append((msg.locked_until - clock.now()).total_seconds())
+        if len(runs) == 1:
+            started.set()
+            release.wait(30)
+
+    registry = Registry()
+    registry.register("hold", handle)
+    worker = Worker(["hold"], burst=True, reaper=False, install_signals=False, registry=registry)
+    worker.prefetch.observe(0.001)  # short handlers so far: prefetch all five
+    paused = threading.Event()
+    renew = settlement.renew_due
+    monkeypatch.setattr(
+        settlement,
+        "renew_due",
+        lambda *a, **k: None if paused.is_set() else renew(*a, **k),
+    )
+    thread = threading.Thread(target=worker.run)
+    thread.start()
+    try:
+        assert started.wait(30)
+        wait_for(lambda: sum(m.state == "locked" for m in mq.peek("hold")) == 5, what="5 held")
+        paused.set()
+        clock.advance(28)
+        release.set()  # the thread is free: the four waiting ones are stale now
+        wait_for(lambda: worker.pool.stale_skipped == 4, what="four released unstarted")
+        paused.clear()
+    finally:
+        release.set()
+        thread.join(30)
+    assert sorted(s for s, _ in runs) == sorted({s for s, _ in runs}), runs  # each once
+    assert len(runs) == 5 and all(count == 1 for _, count in runs), runs  # no attempt lost
+    # Every start had at least the margin left: the four ran from a fresh claim.
+    assert min(lease_left) >= start_margin_s(30), lease_left
+    totals = mq.stats("hold").totals
+    assert totals["completed"] == 5 and totals["reclaimed"] == 0, totals
+
+
+@override_settings(MQLITE={"WORKER_STALE_AFTER": 1.0, "HEARTBEAT_INTERVAL": 0.1})
+def test_messages_claimed_before_a_pause_past_the_stale_limit_are_not_started(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The leases (30 s) still have time, but the worker's heartbeats stopped for longer
+    than WORKER_STALE_AFTER: the stale-worker pass may have reclaimed what it held, so
+    the four waiting messages are released, not started."""
+    mq.create_queue("gap", lock_duration=30)
+    mq.send_batch("gap", [mq.OutMessage(i) for i in range(5)])
+    started, release, beating = threading.Event(), threading.Event(), threading.Event()
+    beating.set()
+    runs: list[tuple[int, int]] = []
+
+    def handle(msg: mq.Received) -> None:
+        runs.append((msg.seq, msg.delivery_count))
+        if len(runs) == 1:
+            started.set()
+            release.wait(30)
+
+    real_heartbeat = background.heartbeat
+
+    def heartbeat(*args: Any, **kwargs: Any) -> None:
+        beating.wait(30)
+        real_heartbeat(*args, **kwargs)
+
+    monkeypatch.setattr(background, "heartbeat", heartbeat)
+    registry = Registry()
+    registry.register("gap", handle)
+    worker = Worker(["gap"], burst=True, reaper=False, install_signals=False, registry=registry)
+    worker.prefetch.observe(0.001)
+    thread = threading.Thread(target=worker.run)
+    thread.start()
+    try:
+        assert started.wait(30)
+        wait_for(lambda: sum(m.state == "locked" for m in mq.peek("gap")) == 5, what="5 held")
+        beating.clear()
+        time.sleep(1.2)  # no heartbeat for longer than the stale limit
+        beating.set()
+        time.sleep(0.3)  # the next beat notes the gap
+        release.set()
+        wait_for(lambda: worker.pool.stale_skipped == 4, what="four released unstarted")
+    finally:
+        beating.set()
+        release.set()
+        thread.join(30)
+    assert len(runs) == 5 and all(count == 1 for _, count in runs), runs
+    assert mq.stats("gap").totals["completed"] == 5
+
+
+def test_a_worker_resumed_from_sigstop_starts_no_stale_handler(workers: Any) -> None:
+    """A real ``runworker`` holding prefetched messages is frozen (SIGSTOP) past their
+    2 s leases, three times; meanwhile the test reclaims and completes what it held.
+    Resumed (SIGCONT), the worker starts none of them."""
+    mq.create_queue("work", lock_duration=2)
+    mq.send_batch("work", [mq.OutMessage({"sleep": 0.005}) for _ in range(3000)])
+    proc = workers.start("-q", "work", "-c", "2", overrides={"WORKER_STALE_AFTER": 3600})
+    taken: set[int] = set()
+    rounds: list[tuple[float, float, set[int]]] = []
+    try:
+        wait_for(lambda: len(workers.events("done")) >= 30, what="the worker under way")
+        for _ in range(3):
+            held = freeze_holding_prefetched(proc, threads=2)
+            frozen_at = time.time()
+            time.sleep(2.5)  # every lease it holds runs out
+            mq.reap()
+            got = mq.receive("work", max_messages=100)
+            for m in got:
+                assert m.lock_token is not None
+                if m.seq in held:
+                    m.complete()
+                    taken.add(m.seq)
+                else:
+                    settle.release("work", [(m.seq, m.lock_token)])
+            resumed_at = time.time()
+            proc.send_signal(signal.SIGCONT)
+            rounds.append((frozen_at, resumed_at, held))
+            time.sleep(1.5)  # time to start whatever it still held
+    finally:
+        proc.send_signal(signal.SIGCONT)
+        workers.stop(proc)
+    starts = workers.events("start")
+    stale = []
+    for frozen_at, resumed_at, held in rounds:
+        before = {e["seq"] for e in starts if e["t"] < frozen_at}
+        stale += [
+            e
+            for e in starts
+            if e["t"] >= resumed_at and e["seq"] in held & taken and e["seq"] not in before
+        ]
+    assert taken, "the test completed nothing while the worker was frozen"
+    assert stale == [], f"{len(stale)} stale handler(s) started after SIGCONT: {stale[:3]}"
+
+
+def freeze_holding_prefetched(proc: Any, threads: int) -> set[int]:
+    """SIGSTOP ``proc`` at a moment it holds more messages than it runs (some wait for
+    a thread); returns the seqs it holds."""
+    for _ in range(100):
+        proc.send_signal(signal.SIGSTOP)
+        time.sleep(0.05)  # let the stop land
+        held = {m.seq for m in mq.peek("work", limit=1000) if m.state == "locked"}
+        if len(held) > threads:
+            return held
+        proc.send_signal(signal.SIGCONT)
+        time.sleep(0.02)
+    raise AssertionError("the worker never held prefetched messages")
