@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..engine import settle
+from ..engine.admission import diagnostic
 from ..engine.received import Received
 from ..engine.types import Settled
 from ..exceptions import Reject
@@ -84,7 +85,8 @@ def settle_failure(
         got = settle.abandon_many(msg.queue, [abandon], using=using)
     msg.outcome = result = settle.one(msg.queue, got)
     if isinstance(failure, Reject):
-        logger.info("%s #%s rejected: %s", msg.queue, msg.seq, failure.reason)
+        # Logged as stored: a lone surrogate would break every UTF-8 log handler.
+        logger.info("%s #%s rejected: %s", msg.queue, msg.seq, diagnostic(failure.reason))
     elif failure is not None:
         log_failure(msg, failure, delay)
     return result
@@ -98,6 +100,6 @@ def log_failure(msg: Received, failure: BaseException, delay: float) -> None:
         msg.seq,
         msg.delivery_count,
         type(failure).__name__,
-        failure,
+        diagnostic(str(failure)),
         delay,
     )
