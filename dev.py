@@ -8,7 +8,8 @@ Both create ``.venv`` (once, and again when pyproject.toml changes) and install 
 project with its dev extras into it. ``test`` runs PostgreSQL tests when a server answers
 on PGHOST:PGPORT (default 127.0.0.1:5432); set ``MQLITE_REQUIRE_POSTGRES=1`` to fail
 instead of skipping them when none does (CI sets it). The two databases' runs go side
-by side, their lines prefixed (``--serial`` runs them one after the other). Arguments
+by side, their lines prefixed (``--serial`` runs them one after the other), each spread
+over two pytest-xdist processes (``--workers N``; 0 for none). Arguments
 after ``--`` go to pytest, e.g. ``python3 dev.py test --db sqlite -- -k fencing``.
 """
 
@@ -95,6 +96,10 @@ def cmd_test(args: argparse.Namespace) -> None:
             sys.exit("PostgreSQL is required (MQLITE_REQUIRE_POSTGRES=1) but not reachable")
         print("!! PostgreSQL is not reachable: skipping the PostgreSQL run", flush=True)
         dbs.remove("postgres")
+    if args.workers > 0 and not any(
+        a == "-n" or a.startswith(("-n", "--numprocesses")) for a in rest
+    ):
+        rest = ["-n", str(args.workers), *rest]
     halves = [(db, [PY, "-m", "pytest", *rest], {**os.environ, "MQLITE_TEST_DB": db}) for db in dbs]
     if args.serial or len(halves) == 1:
         for db, cmd, env in halves:
@@ -147,6 +152,12 @@ def main() -> None:
     test = sub.add_parser("test", help="lint, type-check and run the suite on both databases")
     test.add_argument("--db", choices=["sqlite", "postgres", "all"], default="all")
     test.add_argument("--no-lint", action="store_true", help="skip ruff, mypy, migrations")
+    test.add_argument(
+        "--workers",
+        type=int,
+        default=2,
+        help="pytest-xdist processes per database (0: none); default 2",
+    )
     test.add_argument("--serial", action="store_true", help="run the databases one after the other")
     test.set_defaults(func=cmd_test)
     args, rest = parser.parse_known_args()
