@@ -33,7 +33,7 @@ from typing import Any
 
 from ..conf import mqlite_settings
 from ..consumers import Registry
-from ..engine import admission, settle
+from ..engine import admission, core, settle
 from ..engine.clock import now_ms, to_ms
 from ..engine.queues import get_queue
 from ..engine.received import Received
