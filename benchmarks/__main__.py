@@ -20,48 +20,8 @@ from typing import Any
 
 from . import machine
 from .harness import ROOT
-
-QUICK = {
-    "single": 2_000,
-    "batch": 20_000,
-    "drain": 10_000,
-    "tasks_drain": 1_000,
-    "end_to_end": 10_000,
-    "backlogs": [1_000, 10_000, 100_000],
-    "tasks_backlogs": [1_000, 10_000],
-    "blocked": 20_000,
-    "rss": 50_000,
-    "writes": 10_000,
-    "defaults": 1_000,
-    "defaults_single": 300,
-}
-FULL = {
-    **QUICK,
-    "single": 10_000,
-    "batch": 100_000,
-    "drain": 50_000,
-    "tasks_drain": 3_000,
-    "end_to_end": 30_000,
-    "backlogs": [1_000, 100_000, 1_000_000],
-    "tasks_backlogs": [1_000, 100_000],
-    "rss": 1_000_000,
-    "writes": 20_000,
-    "defaults": 3_000,
-    "defaults_single": 1_000,
-}
-
-# PostgreSQL on a shared 2-core box is bound by commit fsyncs (IO:WALSync): the peer
-# manages tens of tasks per second there, and a 1M drain would take many minutes.
-POSTGRES = {"tasks_drain": 500, "rss": 200_000}
-
-
-def sizes_for(db: str, quick: bool) -> dict[str, Any]:
-    sizes = dict(QUICK if quick else FULL)
-    if db == "postgres" and not quick:
-        sizes.update(POSTGRES)
-    # BENCH_SIZES (JSON) overrides sizes: the smoke test runs everything tiny.
-    sizes.update(json.loads(os.environ.get("BENCH_SIZES") or "{}"))
-    return sizes
+from .results_check import ResultsError, check
+from .sizes import size_overrides, sizes_for
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -83,13 +43,13 @@ def main(argv: list[str] | None = None) -> int:
     plot.add_argument("results")
     plot.add_argument("--dir", default="docs/img")
     report = sub.add_parser("report", help="print a results file as Markdown tables")
-    report.add_argument("results")
+    report.add_argument("results", nargs="?")
+    report.add_argument(
+        "--docs", action="store_true", help="re-render the blocks of docs/benchmark.md"
+    )
     args = parser.parse_args(argv)
     if args.command == "report":
-        from .report import tables
-
-        print(tables(json.loads(Path(args.results).read_text())))
-        return 0
+        return _report(args)
     if args.command == "plot":
         from .plot import draw
 
@@ -102,6 +62,29 @@ def main(argv: list[str] | None = None) -> int:
     return _run(args)
 
 
+def _report(args: argparse.Namespace) -> int:
+    """Print a results file's tables, or re-render the docs' blocks from their files;
+    either refuses a results file that fails the check."""
+    from .report import tables
+
+    try:
+        if args.docs:
+            from .render import write_docs
+
+            for path in write_docs():
+                print(f"rendered {path}", file=sys.stderr)
+            return 0
+        if not args.results:
+            raise SystemExit("report: a results file, or --docs")
+        data = json.loads(Path(args.results).read_text())
+        check(data)
+    except ResultsError as exc:
+        print(f"refused: {exc}", file=sys.stderr)
+        return 1
+    print(tables(data))
+    return 0
+
+
 def _run(args: argparse.Namespace) -> int:
     dbs = ["sqlite", "postgres"] if args.db == "both" else [args.db]
     out: dict[str, Any] = {
@@ -112,6 +95,8 @@ def _run(args: argparse.Namespace) -> int:
         "machine": machine.describe(),
         "results": {},
     }
+    if size_overrides():
+        out["size_overrides"] = size_overrides()
     _compile_sources()
     with tempfile.TemporaryDirectory(prefix="mqlite-bench-") as tmp:
         for db in dbs:
@@ -124,6 +109,8 @@ def _run(args: argparse.Namespace) -> int:
             subprocess.run(cmd, env=env, check=True)  # noqa: S603 - our own module
             out["results"][db] = json.loads(part.read_text())
     out["machine"]["load_after"] = os.getloadavg()
+    # A file the harness would not produce is never written (benchmarks/results_check.py).
+    check(out)
     Path(args.out).write_text(json.dumps(out, indent=1))
     print(f"wrote {args.out}", file=sys.stderr)
     return 0

@@ -23,7 +23,7 @@ def _fresh_postgres(name: str) -> None:
 
 
 def run_child(db: str, quick: bool, only: list[str], repeat: int, out: Path) -> int:
-    from .__main__ import sizes_for
+    from .sizes import sizes_for
 
     if db == "postgres":
         _fresh_postgres(os.environ.get("BENCH_PG_NAME", "mqlite_bench"))

@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+DOC = ROOT / "docs" / "benchmark.md"
 
 
 @pytest.mark.slow
@@ -93,7 +97,127 @@ def test_the_docs_defaults_table_is_the_results_file() -> None:
     ``python -m benchmarks report`` renders it: every row from that one run, none edited."""
     from benchmarks.report import defaults_table
 
-    data = json.loads((ROOT / "benchmarks" / "results" / "defaults.json").read_text())
+    data = json.loads((RESULTS / "defaults.json").read_text())
     table = defaults_table(data).strip()
     assert table.count("| Tasks drain, steady state |") == len(data["results"])
-    assert table in (ROOT / "docs" / "benchmark.md").read_text()
+    assert table in DOC.read_text()
+
+
+def test_every_rendered_block_of_the_docs_is_what_its_results_file_renders() -> None:
+    """Each ``<!-- rendered: NAME -->`` block of docs/benchmark.md (tables, targets, the
+    prose ratios) is exactly what ``benchmarks.render`` draws from its results file:
+    ``python -m benchmarks report --docs`` rewrites them."""
+    from benchmarks.render import BLOCKS, blocks, render
+
+    found = blocks(DOC.read_text())
+    assert set(found) == set(BLOCKS)
+    for name, text in found.items():
+        assert text == render(name), f"block {name} differs: python -m benchmarks report --docs"
+
+
+# A ratio with decimals (7.1×, 0.9x) is a measurement; whole multiples (10×, 2×) are the
+# targets' thresholds, written by hand on purpose.
+HAND_RATIO = re.compile(r"\b\d+\.\d+ ?[×x](?![\w-])|\bat \d\.\d+ of\b")
+
+
+def test_no_ratio_is_written_by_hand_outside_a_rendered_block() -> None:
+    from benchmarks.render import BLOCK
+
+    outside = BLOCK.sub("", DOC.read_text())
+    assert HAND_RATIO.findall(outside) == []
+    assert HAND_RATIO.search("our 8.4× django-tasks-db, at 0.50 of the floor")  # it can find
+
+
+def _cited() -> set[str]:
+    return set(re.findall(r"\b((?:defaults|results)[\w.-]*\.json)\b", DOC.read_text()))
+
+
+def test_every_results_file_the_docs_cite_passes_the_check() -> None:
+    """Every committed results file the page names is what the harness produces (but the
+    first full run, which the page names as the one that fails, and says why)."""
+    from benchmarks.results_check import problems
+
+    cited = _cited()
+    assert {"defaults.json", "results-2026-12-01c.json"} <= cited
+    for name in sorted(cited):
+        data = json.loads((RESULTS / name).read_text())
+        if name == "results.json":
+            assert any("sizes" in p for p in problems(data))
+        else:
+            assert problems(data) == [], name
+
+
+def _defaults() -> dict[str, Any]:
+    return json.loads((RESULTS / "defaults.json").read_text())
+
+
+def _entry(data: dict[str, Any], key: str, db: str = "sqlite") -> dict[str, Any]:
+    entry: dict[str, Any] = data["results"][db]["defaults"][key]
+    return entry
+
+
+def _double_median(data: dict[str, Any]) -> None:
+    _entry(data, "mqlite.defaults_drain")["median"] *= 2
+
+
+def _drop_sample(data: dict[str, Any]) -> None:
+    _entry(data, "tasks_db.enqueue_txn")["samples"].pop()
+
+
+def _raise_max(data: dict[str, Any]) -> None:
+    _entry(data, "ox.defaults_drain_steady", "postgres")["max"] += 1
+
+
+def _other_n(data: dict[str, Any]) -> None:
+    _entry(data, "mqlite.send_single")["n"] = 3000
+
+
+def _other_sizes(data: dict[str, Any]) -> None:
+    data["sizes"]["postgres"]["defaults"] = 1000
+
+
+def _other_repeat(data: dict[str, Any]) -> None:
+    data["repeat"] = 5
+
+
+def _stored_ratio(data: dict[str, Any]) -> None:
+    _entry(data, "mqlite.defaults_drain")["ratio"] = 7.1
+
+
+@pytest.mark.parametrize(
+    "tamper",
+    [
+        _double_median,
+        _drop_sample,
+        _raise_max,
+        _other_n,
+        _other_sizes,
+        _other_repeat,
+        _stored_ratio,
+    ],
+)
+def test_a_tampered_results_file_fails_the_check(tamper: Any) -> None:
+    """A hand-doubled median with its samples left as they were, and every other edit a
+    run of the harness would not produce, fails ``results_check``."""
+    from benchmarks.results_check import problems
+
+    data = _defaults()
+    assert problems(data) == []
+    tamper(data)
+    assert problems(data)
+
+
+def test_report_refuses_a_file_that_fails_the_check(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from benchmarks.__main__ import main
+
+    data = _defaults()
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps(data))
+    assert main(["report", str(good)]) == 0
+    _double_median(data)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data))
+    assert main(["report", str(bad)]) == 1
+    assert "median" in capsys.readouterr().err

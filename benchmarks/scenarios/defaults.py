@@ -17,6 +17,7 @@ installed), with the same N for all:
 
 from __future__ import annotations
 
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -122,4 +123,4 @@ def defaults(ctx: Context) -> dict[str, Any]:
 
 def _spread(samples: list[float]) -> dict[str, Any]:
     s = sorted(samples)
-    return {"min": s[0], "median": s[len(s) // 2], "max": s[-1], "samples": s}
+    return {"min": s[0], "median": statistics.median(s), "max": s[-1], "samples": s}

@@ -145,6 +145,9 @@ def test_uncommitted_send_is_invisible_to_other_connections(vendor: str) -> None
 def test_bad_input_raises_typed_error_and_writes_nothing(
     q: str, kwargs: dict[str, object], error: type[Exception]
 ) -> None:
+    # A copy: the parameter's dict is shared by every run of this test in the process
+    # (the mutation runner runs the suite more than once in one process).
+    kwargs = dict(kwargs)
     body = kwargs.pop("body")
     with pytest.raises(error):
         mq.send(q, body, **kwargs)  # type: ignore[arg-type]

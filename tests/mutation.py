@@ -1,0 +1,211 @@
+"""Mutation testing of the modules that carry the guarantees, each against the tests
+that cover it, on SQLite and PostgreSQL (docs/reliability.md, "Mutation testing").
+
+``python -m tests.mutation``                      every module, both databases (hours)
+``python -m tests.mutation --db sqlite MODULE``   one module on one database
+``python -m tests.mutation --ci``                 the bounded subset CI runs
+``python -m tests.mutation --list``               the module -> tests map
+
+Each (module, database) pair runs ``mutmut run`` (the ``mutation`` extra) in its own
+scratch directory, ``.mutation/<db>/<module>/``: a ``pyproject.toml`` naming that one
+module and its tests, and links to ``django_mqlite`` and ``tests``. mutmut copies them
+into ``mutants/`` there, so the checkout is never edited and a second run of the same
+pair retests only what changed. A mutant counts as killed when the tests kill it on
+either database: a PostgreSQL-only path is tested on PostgreSQL. A survivor on every
+database it ran on fails the run unless ``ACCEPTED`` lists it with the reason it is
+equivalent to the original.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRATCH = ROOT / ".mutation"
+
+E = "tests/engine/"
+#: Each guarantee module and the test files that cover it.
+MODULES: dict[str, list[str]] = {
+    "django_mqlite/engine/claim.py": [
+        E + "test_receive.py",
+        E + "test_ordering.py",
+        E + "test_limits.py",
+        E + "test_bounds.py",
+    ],
+    "django_mqlite/engine/settle.py": [
+        E + "test_settle.py",
+        E + "test_abandon_batch.py",
+        E + "test_dead_letters.py",
+        E + "test_forward_dead_letters.py",
+        E + "test_idempotency.py",
+        E + "test_history.py",
+    ],
+    "django_mqlite/engine/send.py": [
+        E + "test_send.py",
+        E + "test_send_statements.py",
+        E + "test_idempotency.py",
+        E + "test_ordering.py",
+    ],
+    "django_mqlite/engine/send_one.py": [
+        E + "test_send.py",
+        E + "test_send_statements.py",
+        E + "test_counter_triggers.py",
+        "tests/aio/test_async_wait.py",
+    ],
+    "django_mqlite/engine/maintenance.py": [
+        E + "test_reaper.py",
+        "tests/test_reaper_command.py",
+        "tests/test_engine_stale_workers.py",
+    ],
+    "django_mqlite/worker/settlement.py": [
+        "tests/test_worker_inprocess.py",
+        "tests/test_worker_failures.py",
+        "tests/test_worker_prefetch.py",
+    ],
+    "django_mqlite/worker/prefetch.py": [
+        "tests/test_worker_prefetch.py",
+        "tests/test_worker_inprocess.py",
+    ],
+    "django_mqlite/sqs/auth.py": ["tests/sqs/test_auth.py"],
+    "django_mqlite/tasks/envelope.py": [
+        "tests/tasks/test_bad_input.py",
+        "tests/tasks/test_task_injection.py",
+        "tests/tasks/test_envelope_cache.py",
+    ],
+    "django_mqlite/permissions.py": [
+        "tests/api/test_auth_matrix.py",
+        "tests/admin/test_admin_permissions.py",
+    ],
+    "django_mqlite/api/permissions.py": ["tests/api/test_auth_matrix.py"],
+}
+
+#: The bounded subset CI runs (a few minutes on a quiet 2-core machine).
+CI = [("django_mqlite/engine/send_one.py", "sqlite")]
+
+#: Survivors that are equivalent to the original, by mutant name, with the reason.
+ACCEPTED: dict[str, str] = {}
+
+DATABASES = ("sqlite", "postgres")
+STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests"}
+STATUS.update({34: "skipped", 36: "timeout", 24: "timeout", -24: "timeout", 152: "timeout"})
+
+
+def _slug(module: str) -> str:
+    return module.removeprefix("django_mqlite/").removesuffix(".py").replace("/", ".")
+
+
+def _pyproject(module: str, tests: list[str], db: str) -> str:
+    """The checkout's pytest settings, and mutmut's for this one module. Every mutant is
+    a fresh pytest session: on PostgreSQL it keeps the test database (``--reuse-db``;
+    the tests roll back what they write) rather than create and migrate it each time."""
+    args = ["-p", "no:cacheprovider", "-m", "not slow", *(["--reuse-db"] if db != "sqlite" else [])]
+    text = (ROOT / "pyproject.toml").read_text()
+    pytest_ini = text[text.index("[tool.pytest.ini_options]") :]
+    pytest_ini = pytest_ini[: pytest_ini.index("\n[", 1)]
+    mutmut = (
+        "[tool.mutmut]\n"
+        'source_paths = ["django_mqlite"]\n'
+        f"only_mutate = {json.dumps([module])}\n"
+        f"pytest_add_cli_args_test_selection = {json.dumps(tests)}\n"
+        f"pytest_add_cli_args = {json.dumps(args)}\n"
+        "use_git_change_detection = false\n"
+        # Each mutant forks from a server that has only collected the tests: forked from
+        # a process that ran them, it would inherit module-level caches (built SQL,
+        # resolved settings) filled by the unmutated code, and a mutant of the code that
+        # fills them would never run.
+        'process_isolation = "forkserver"\n'
+    )
+    return f"{pytest_ini}\n\n{mutmut}"
+
+
+def run_one(module: str, db: str, max_children: int) -> dict[str, int]:
+    """Run mutmut over ``module`` on ``db``; the exit code of each mutant, by name."""
+    where = SCRATCH / db / _slug(module)
+    where.mkdir(parents=True, exist_ok=True)
+    for name in ("django_mqlite", "tests"):
+        link = where / name
+        if not link.exists():
+            link.symlink_to(ROOT / name)
+    config = _pyproject(module, MODULES[module], db)
+    pyproject = where / "pyproject.toml"
+    if not pyproject.exists() or pyproject.read_text() != config:
+        pyproject.write_text(config)
+    env = {**os.environ, "MQLITE_TEST_DB": db, "MQLITE_TEST_DIR": str(where)}
+    mutmut = Path(sys.executable).with_name("mutmut")
+    started = time.monotonic()
+    log = where / "mutmut.log"
+    with log.open("w") as out:
+        cmd = [str(mutmut), "run", "--max-children", str(max_children)]
+        done = subprocess.run(cmd, cwd=where, env=env, stdout=out, stderr=subprocess.STDOUT)
+    if done.returncode != 0:
+        raise SystemExit(f"mutmut failed on {module} ({db}), see {log}")
+    meta = where / "mutants" / f"{module}.meta"
+    codes: dict[str, int] = json.loads(meta.read_text())["exit_code_by_key"]
+    print(f"{module} on {db}: {len(codes)} mutants in {time.monotonic() - started:.0f}s")
+    return codes
+
+
+def summarise(module: str, by_db: dict[str, dict[str, int]]) -> list[str]:
+    """Print the module's score per database and combined; its unaccepted survivors."""
+    for db, codes in by_db.items():
+        counts = Counter(STATUS.get(c, "suspicious") for c in codes.values())
+        print(f"  {db}: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    names = set().union(*(codes for codes in by_db.values()))
+    killed = {n for n in names if any(STATUS.get(c.get(n)) == "killed" for c in _dbs(by_db))}
+    tested = {
+        n for n in names if any(STATUS.get(c.get(n)) in ("killed", "survived") for c in _dbs(by_db))
+    }
+    survivors = sorted(tested - killed)
+    accepted = [n for n in survivors if n in ACCEPTED]
+    score = (len(killed) + len(accepted)) / len(tested) if tested else 1.0
+    print(
+        f"  combined: {len(killed)} killed of {len(tested)} tested ({len(names) - len(tested)} "
+        f"untested), {len(accepted)} accepted as equivalent, score {score:.1%}"
+    )
+    return [n for n in survivors if n not in ACCEPTED]
+
+
+def _dbs(by_db: dict[str, dict[str, int]]) -> list[dict[str, int]]:
+    return list(by_db.values())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.mutation")
+    parser.add_argument("modules", nargs="*", help="default: every module of MODULES")
+    parser.add_argument("--db", choices=[*DATABASES, "both"], default="both")
+    parser.add_argument("--ci", action="store_true", help="only the CI subset")
+    parser.add_argument("--list", action="store_true", help="print the map and exit")
+    parser.add_argument("--max-children", type=int, default=1)
+    args = parser.parse_args(argv)
+    if args.list:
+        for module, tests in MODULES.items():
+            print(module, *tests, sep="\n    ")
+        return 0
+    unknown = set(args.modules) - set(MODULES)
+    if unknown:
+        parser.error(f"not a guarantee module: {', '.join(sorted(unknown))}")
+    dbs = list(DATABASES) if args.db == "both" else [args.db]
+    pairs = CI if args.ci else [(m, db) for m in args.modules or MODULES for db in dbs]
+    results: dict[str, dict[str, dict[str, int]]] = {}
+    for module, db in pairs:
+        results.setdefault(module, {})[db] = run_one(module, db, args.max_children)
+    failed: list[str] = []
+    for module, by_db in results.items():
+        print(module)
+        failed += summarise(module, by_db)
+    if failed:
+        print("survivors (kill each with a test, or list it in ACCEPTED with why):")
+        print(*(f"  {n}" for n in failed), sep="\n")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
