@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -123,7 +124,7 @@ RUNS = [  # (results file, how the machine and the code were)
     ("defaults-2026-12-01a.json", "quiet, before the changes below"),
     ("defaults-2026-12-01b.json",
      "twice as slow (`sum(range(10**6))` 16-29 ms), the changes below"),
-    ("defaults.json", "quiet, the same code (the table above)"),
+    ("defaults.json", "quiet, the same code: the table above"),
 ]  # fmt: skip
 
 
@@ -318,7 +319,10 @@ BLOCKS: dict[str, tuple[str, Callable[[Data], str]]] = {
 def render(name: str) -> str:
     """Block ``name`` as its results file renders it (the file checked first)."""
     source, draw = BLOCKS[name]
-    return draw(load(source)) + "\n"
+    text = draw(load(source))
+    if not text.startswith(("|", "**")):  # prose: wrapped as the page's own paragraphs
+        text = textwrap.fill(text, width=88, break_on_hyphens=False, break_long_words=False)
+    return text + "\n"
 
 
 def blocks(text: str) -> dict[str, str]:
