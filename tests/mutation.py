@@ -24,6 +24,7 @@ import os
 import subprocess
 import sys
 import time
+import tomllib
 from collections import Counter
 from pathlib import Path
 
@@ -102,27 +103,20 @@ def _slug(module: str) -> str:
 
 
 def _pyproject(module: str, tests: list[str], db: str) -> str:
-    """The checkout's pytest settings, and mutmut's for this one module. Every mutant is
-    a fresh pytest session: on PostgreSQL it keeps the test database (``--reuse-db``;
-    the tests roll back what they write) rather than create and migrate it each time."""
-    args = ["-p", "no:cacheprovider", "-m", "not slow", *(["--reuse-db"] if db != "sqlite" else [])]
+    """The checkout's pytest settings, and its ``[tool.mutmut]`` narrowed to this one
+    module and its tests. Every mutant is a fresh pytest session: on PostgreSQL it keeps
+    the test database (``--reuse-db``; the tests roll back what they write) rather than
+    create and migrate it for each mutant."""
     text = (ROOT / "pyproject.toml").read_text()
     pytest_ini = text[text.index("[tool.pytest.ini_options]") :]
     pytest_ini = pytest_ini[: pytest_ini.index("\n[", 1)]
-    mutmut = (
-        "[tool.mutmut]\n"
-        'source_paths = ["django_mqlite"]\n'
-        f"only_mutate = {json.dumps([module])}\n"
-        f"pytest_add_cli_args_test_selection = {json.dumps(tests)}\n"
-        f"pytest_add_cli_args = {json.dumps(args)}\n"
-        "use_git_change_detection = false\n"
-        # Each mutant forks from a server that has only collected the tests: forked from
-        # a process that ran them, it would inherit module-level caches (built SQL,
-        # resolved settings) filled by the unmutated code, and a mutant of the code that
-        # fills them would never run.
-        'process_isolation = "forkserver"\n'
-    )
-    return f"{pytest_ini}\n\n{mutmut}"
+    config = dict(tomllib.loads(text)["tool"]["mutmut"])
+    config["only_mutate"] = [module]
+    config["pytest_add_cli_args_test_selection"] = tests
+    if db != "sqlite":
+        config["pytest_add_cli_args"] = [*config.get("pytest_add_cli_args", []), "--reuse-db"]
+    mutmut = "".join(f"{key} = {json.dumps(value)}\n" for key, value in config.items())
+    return f"{pytest_ini}\n\n[tool.mutmut]\n{mutmut}"
 
 
 def run_one(module: str, db: str, max_children: int) -> dict[str, int]:

@@ -1,0 +1,33 @@
+"""The mutation run's map (tests/mutation.py) names real files, and the checkout's one
+``[tool.mutmut]`` configuration covers the same modules."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+from tests.mutation import ACCEPTED, CI, MODULES, ROOT
+
+
+def test_the_pyproject_configuration_mutates_the_mapped_modules() -> None:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mutmut"]
+    assert config["only_mutate"] == list(MODULES)
+    assert config["process_isolation"] == "forkserver"
+
+
+def test_every_mapped_module_and_test_file_exists() -> None:
+    for module, tests in MODULES.items():
+        assert (ROOT / module).is_file(), module
+        assert tests, module
+        for test in tests:
+            assert Path(ROOT / test).is_file(), test
+
+
+def test_the_ci_subset_and_the_accepted_survivors_name_mapped_modules() -> None:
+    assert CI
+    for module, db in CI:
+        assert module in MODULES
+        assert db in ("sqlite", "postgres")
+    for name, why in ACCEPTED.items():
+        assert name.startswith("django_mqlite."), name
+        assert why.strip(), name
