@@ -13,6 +13,23 @@ import django_mqlite as mq
 _names = itertools.count(1)
 
 
+@pytest.fixture(autouse=True)
+def _fresh_statement_caches() -> None:
+    """Under mutation testing (``python -m tests.mutation``), empty the engine's
+    per-process statement caches before each test, as a fresh process has them. mutmut
+    records which tests call each function to choose the tests that run against its
+    mutants; a builder whose result is cached runs in the first test that needs it only,
+    so without this every later test would go unrecorded, and a mutant of it would be
+    tried against that one test."""
+    if not os.environ.get("MQLITE_MUTATION"):
+        return
+    from django_mqlite.engine import claim, core, prepared, send_one
+
+    for cache in (claim._claim_sql, claim._promote_sql, core._totals_sql, send_one._postgres):
+        cache.clear()
+    prepared._names.clear()  # keyed by the statement's text: rebuilt the same
+
+
 @pytest.fixture
 def vendor() -> str:
     return connection.vendor

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -90,8 +91,38 @@ MODULES: dict[str, list[str]] = {
 #: The bounded subset CI runs (a few minutes on a quiet 2-core machine).
 CI = [("django_mqlite/engine/send_one.py", "sqlite")]
 
-#: Survivors that are equivalent to the original, by mutant name, with the reason.
+#: Survivors that are equivalent to the original, by mutant name, with the reason. (A
+#: survivor that only changes the letter case of SQL keywords is equivalent by rule,
+#: ``sql_case_only``, and needs no entry.)
 ACCEPTED: dict[str, str] = {}
+
+_SQL = re.compile(r"\b(SELECT|INSERT|UPDATE|DELETE|SET|CAST|WITH|FROM|WHERE|COUNT)\b", re.I)
+_QUOTED = re.compile(r"'[^']*'")
+
+
+def sql_case_only(diff: str) -> bool:
+    """Whether a mutant's diff changes only the letter case of one line of SQL, outside
+    its quoted literals: SQL keywords and unquoted names are case-insensitive, so such a
+    mutant is equivalent to the original."""
+    minus = [
+        line[1:]
+        for line in diff.splitlines()
+        if line.startswith("-") and not line.startswith("---")
+    ]
+    plus = [
+        line[1:]
+        for line in diff.splitlines()
+        if line.startswith("+") and not line.startswith("+++")
+    ]
+    if len(minus) != 1 or len(plus) != 1 or minus[0] == plus[0]:
+        return False
+    old, new = minus[0], plus[0]
+    return (
+        old.lower() == new.lower()
+        and _QUOTED.findall(old) == _QUOTED.findall(new)
+        and bool(_SQL.search(old))
+    )
+
 
 DATABASES = ("sqlite", "postgres")
 STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests"}
@@ -131,7 +162,13 @@ def run_one(module: str, db: str, max_children: int) -> dict[str, int]:
     pyproject = where / "pyproject.toml"
     if not pyproject.exists() or pyproject.read_text() != config:
         pyproject.write_text(config)
-    env = {**os.environ, "MQLITE_TEST_DB": db, "MQLITE_TEST_DIR": str(where)}
+    # MQLITE_MUTATION: tests/conftest.py empties the statement caches before each test.
+    env = {
+        **os.environ,
+        "MQLITE_TEST_DB": db,
+        "MQLITE_TEST_DIR": str(where),
+        "MQLITE_MUTATION": "1",
+    }
     mutmut = Path(sys.executable).with_name("mutmut")
     started = time.monotonic()
     log = where / "mutmut.log"
@@ -147,27 +184,38 @@ def run_one(module: str, db: str, max_children: int) -> dict[str, int]:
 
 
 def summarise(module: str, by_db: dict[str, dict[str, int]]) -> list[str]:
-    """Print the module's score per database and combined; its unaccepted survivors."""
+    """Print the module's score per database and combined; its unexplained survivors."""
     for db, codes in by_db.items():
         counts = Counter(STATUS.get(c, "suspicious") for c in codes.values())
         print(f"  {db}: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
-    names = set().union(*(codes for codes in by_db.values()))
-    killed = {n for n in names if any(STATUS.get(c.get(n)) == "killed" for c in _dbs(by_db))}
-    tested = {
-        n for n in names if any(STATUS.get(c.get(n)) in ("killed", "survived") for c in _dbs(by_db))
-    }
+    names = set().union(*by_db.values())
+    statuses = {n: {STATUS.get(c.get(n, 33), "suspicious") for c in by_db.values()} for n in names}
+    killed = {n for n, s in statuses.items() if "killed" in s}
+    tested = {n for n, s in statuses.items() if s & {"killed", "survived"}}
     survivors = sorted(tested - killed)
-    accepted = [n for n in survivors if n in ACCEPTED]
-    score = (len(killed) + len(accepted)) / len(tested) if tested else 1.0
+    db = next(iter(by_db))
+    equivalent = {n: ACCEPTED[n] for n in survivors if n in ACCEPTED}
+    for n in survivors:
+        if n not in equivalent and sql_case_only(show(module, db, n)):
+            equivalent[n] = "only the letter case of SQL keywords"
+    score = (len(killed) + len(equivalent)) / len(tested) if tested else 1.0
     print(
-        f"  combined: {len(killed)} killed of {len(tested)} tested ({len(names) - len(tested)} "
-        f"untested), {len(accepted)} accepted as equivalent, score {score:.1%}"
+        f"  combined: {len(killed)} killed and {len(equivalent)} equivalent of {len(tested)} "
+        f"tested ({len(names) - len(tested)} reached by no test), score {score:.1%}"
     )
-    return [n for n in survivors if n not in ACCEPTED]
+    for n, why in sorted(equivalent.items()):
+        print(f"    equivalent: {n}: {why}")
+    return [n for n in survivors if n not in equivalent]
 
 
-def _dbs(by_db: dict[str, dict[str, int]]) -> list[dict[str, int]]:
-    return list(by_db.values())
+def show(module: str, db: str, name: str) -> str:
+    """The diff of mutant ``name`` (``mutmut show`` in its scratch directory)."""
+    where = SCRATCH / db / _slug(module)
+    mutmut = Path(sys.executable).with_name("mutmut")
+    done = subprocess.run(
+        [str(mutmut), "show", name], cwd=where, capture_output=True, text=True, check=True
+    )
+    return done.stdout
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -177,6 +225,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ci", action="store_true", help="only the CI subset")
     parser.add_argument("--list", action="store_true", help="print the map and exit")
     parser.add_argument("--max-children", type=int, default=1)
+    parser.add_argument(
+        "--no-run", action="store_true", help="summarise the last runs' results only"
+    )
     args = parser.parse_args(argv)
     if args.list:
         for module, tests in MODULES.items():
@@ -189,6 +240,13 @@ def main(argv: list[str] | None = None) -> int:
     pairs = CI if args.ci else [(m, db) for m in args.modules or MODULES for db in dbs]
     results: dict[str, dict[str, dict[str, int]]] = {}
     for module, db in pairs:
+        if args.no_run:
+            meta = SCRATCH / db / _slug(module) / "mutants" / f"{module}.meta"
+            if meta.exists():
+                results.setdefault(module, {})[db] = json.loads(meta.read_text())[
+                    "exit_code_by_key"
+                ]
+            continue
         results.setdefault(module, {})[db] = run_one(module, db, args.max_children)
     failed: list[str] = []
     for module, by_db in results.items():

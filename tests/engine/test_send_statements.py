@@ -264,3 +264,46 @@ def test_a_count_after_an_early_flush_and_a_rolled_back_savepoint_is_kept() -> N
         mq.send("f", 3)
         mq.send("f", 4)
     assert mq.stats("f").totals["enqueued"] == 4 == len(mq.peek("f", limit=100))
+
+
+def is_deferred(sql: str) -> bool:
+    """The send that leaves its count to the deferred trigger (prepared or not)."""
+    return "mqlite_send_deferred_" in sql or "set_config(" in sql
+
+
+@pytest.mark.skipif("connection.vendor != 'postgresql'")
+def test_later_sends_in_a_transaction_leave_their_count_to_commit() -> None:
+    """The transaction's first send to a queue writes its counter row; the next sends to
+    that queue take the deferred statement, which does not touch the row (the deferred
+    trigger adds them once, at commit); another queue starts over."""
+    mq.create_queue("one")
+    mq.create_queue("two")
+    with CaptureQueriesContext(connection) as ctx, transaction.atomic():
+        for queue in ("one", "one", "one", "two", "two"):
+            mq.send(queue, "x")
+    sql = statements(ctx)
+    assert [is_deferred(s) for s in sql] == [False, True, True, False, True], sql
+    assert mq.stats("one").totals["enqueued"] == 3 and mq.stats("two").totals["enqueued"] == 2
+
+
+@pytest.mark.skipif("connection.vendor != 'postgresql'")
+def test_a_read_fires_the_deferred_counts_only_when_one_waits() -> None:
+    """A read of the totals inside the transaction fires the deferred counts early
+    (``SET CONSTRAINTS ... IMMEDIATE``, then ``DEFERRED``) only when a count waits, and
+    only once for it."""
+
+    def fired(ctx: CaptureQueriesContext) -> list[str]:
+        return [s for s in statements(ctx) if s.startswith("SET CONSTRAINTS")]
+
+    mq.create_queue("one")
+    with transaction.atomic():
+        mq.send("one", 1)  # writes the counter row itself: nothing waits
+        with CaptureQueriesContext(connection) as quiet:
+            assert mq.stats("one").totals["enqueued"] == 1
+        mq.send("one", 2)  # its count waits for commit
+        with CaptureQueriesContext(connection) as first:
+            assert mq.stats("one").totals["enqueued"] == 2
+        with CaptureQueriesContext(connection) as again:
+            assert mq.stats("one").totals["enqueued"] == 2
+    assert (fired(quiet), len(fired(first)), fired(again)) == ([], 2, [])
+    assert mq.stats("one").totals["enqueued"] == 2
