@@ -5,6 +5,7 @@ that cover it, on SQLite and PostgreSQL (docs/reliability.md, "Mutation testing"
 ``python -m tests.mutation --db sqlite MODULE``   one module on one database
 ``python -m tests.mutation --ci``                 the bounded subset CI runs
 ``python -m tests.mutation --list``               the module -> tests map
+``python -m tests.mutation --no-run --record``    summarise the last runs, record them
 
 Each (module, database) pair runs ``mutmut run`` (the ``mutation`` extra) in its own
 scratch directory, ``.mutation/<db>/<module>/``: a ``pyproject.toml`` naming that one
@@ -124,6 +125,11 @@ def sql_case_only(diff: str) -> bool:
     )
 
 
+#: Per module and database, the mutants that survive there but the other database's
+#: run kills (a path that only one database takes), as the last run of both recorded
+#: them (``--record``): a run of one database alone (CI's) counts them as killed.
+ELSEWHERE = Path(__file__).with_name("mutation_elsewhere.json")
+
 DATABASES = ("sqlite", "postgres")
 STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests"}
 STATUS.update({34: "skipped", 36: "timeout", 24: "timeout", -24: "timeout", 152: "timeout"})
@@ -192,6 +198,10 @@ def summarise(module: str, by_db: dict[str, dict[str, int]]) -> list[str]:
     statuses = {n: {STATUS.get(c.get(n, 33), "suspicious") for c in by_db.values()} for n in names}
     killed = {n for n, s in statuses.items() if "killed" in s}
     tested = {n for n, s in statuses.items() if s & {"killed", "survived"}}
+    if len(by_db) == 1:  # one database: what the other one kills (recorded) counts
+        [db] = by_db
+        elsewhere = set(_elsewhere().get(module, {}).get(db, []))
+        killed |= tested & elsewhere
     survivors = sorted(tested - killed)
     db = next(iter(by_db))
     equivalent = {n: ACCEPTED[n] for n in survivors if n in ACCEPTED}
@@ -200,12 +210,39 @@ def summarise(module: str, by_db: dict[str, dict[str, int]]) -> list[str]:
             equivalent[n] = "only the letter case of SQL keywords"
     score = (len(killed) + len(equivalent)) / len(tested) if tested else 1.0
     print(
-        f"  combined: {len(killed)} killed and {len(equivalent)} equivalent of {len(tested)} "
-        f"tested ({len(names) - len(tested)} reached by no test), score {score:.1%}"
+        f"  {'+'.join(by_db)}: {len(killed)} killed and {len(equivalent)} equivalent of "
+        f"{len(tested)} tested ({len(names) - len(tested)} reached by no test), "
+        f"score {score:.1%}"
     )
     for n, why in sorted(equivalent.items()):
         print(f"    equivalent: {n}: {why}")
     return [n for n in survivors if n not in equivalent]
+
+
+def _elsewhere() -> dict[str, dict[str, list[str]]]:
+    if not ELSEWHERE.exists():
+        return {}
+    data: dict[str, dict[str, list[str]]] = json.loads(ELSEWHERE.read_text())
+    return data
+
+
+def record(results: dict[str, dict[str, dict[str, int]]]) -> None:
+    """Write, per module run on both databases, the survivors of each that the other
+    kills."""
+    data = _elsewhere()
+    for module, by_db in results.items():
+        if set(by_db) != set(DATABASES):
+            continue
+        data[module] = {
+            db: sorted(
+                n
+                for n, code in codes.items()
+                if STATUS.get(code) == "survived"
+                and any(STATUS.get(o.get(n)) == "killed" for d, o in by_db.items() if d != db)
+            )
+            for db, codes in by_db.items()
+        }
+    ELSEWHERE.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
 
 
 def show(module: str, db: str, name: str) -> str:
@@ -228,6 +265,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--no-run", action="store_true", help="summarise the last runs' results only"
     )
+    parser.add_argument(
+        "--record", action="store_true", help=f"write {ELSEWHERE.name} from these runs"
+    )
     args = parser.parse_args(argv)
     if args.list:
         for module, tests in MODULES.items():
@@ -248,6 +288,8 @@ def main(argv: list[str] | None = None) -> int:
                 ]
             continue
         results.setdefault(module, {})[db] = run_one(module, db, args.max_children)
+    if args.record:
+        record(results)
     failed: list[str] = []
     for module, by_db in results.items():
         print(module)
