@@ -84,7 +84,9 @@ MODULES: dict[str, list[str]] = {
     ],
     "django_mqlite/permissions.py": [
         "tests/api/test_auth_matrix.py",
+        "tests/api/test_safety.py",
         "tests/admin/test_admin_permissions.py",
+        "tests/tasks/test_task_injection.py",
     ],
     "django_mqlite/api/permissions.py": ["tests/api/test_auth_matrix.py"],
 }
