@@ -97,7 +97,22 @@ CI = [("django_mqlite/engine/send_one.py", "sqlite")]
 #: Survivors that are equivalent to the original, by mutant name, with the reason. (A
 #: survivor that only changes the letter case of SQL keywords is equivalent by rule,
 #: ``sql_case_only``, and needs no entry.)
-ACCEPTED: dict[str, str] = {}
+_CACHE = "the statement cache misses: the statement is rebuilt, the same text"
+_FALSY = "None for False in a value only ever tested for truth"
+_S1 = "django_mqlite.engine.send_one."
+ACCEPTED: dict[str, str] = {
+    **{_S1 + f"x__postgres_sql__mutmut_{i}": _CACHE for i in (4, 5, 6, 7, 8, 9)},
+    **{_S1 + f"x__deferred_sql__mutmut_{i}": _CACHE for i in (1, 2, 3, 4, 18, 19)},
+    _S1 + "x__deferred_sql__mutmut_8": "rpartition for partition: the text holds the "
+    "separator once",
+    _S1 + "x__deferred_sql__mutmut_10": "None for False picks the same statement (no NOTIFY)",
+    _S1 + "x__deferred_sql__mutmut_13": "the NOTIFY tail follows the part cut off: the "
+    "head is the same",
+    _S1 + "xǁCountedǁ__init____mutmut_2": _FALSY,
+    _S1 + "xǁCountedǁ__init____mutmut_4": _FALSY,
+    _S1 + "x_flush_deferred_counts__mutmut_2": "or for and: outside a transaction there "
+    "are no on-commit markers, and on SQLite none are Counted, so it returns all the same",
+}
 
 _SQL = re.compile(r"\b(SELECT|INSERT|UPDATE|DELETE|SET|CAST|WITH|FROM|WHERE|COUNT)\b", re.I)
 _QUOTED = re.compile(r"'[^']*'")
@@ -177,6 +192,8 @@ def run_one(module: str, db: str, max_children: int) -> dict[str, int]:
         "MQLITE_TEST_DIR": str(where),
         "MQLITE_MUTATION": "1",
     }
+    # A mutant's run is a few test files, not a whole suite: CI's skip pins are not its.
+    env.pop("MQLITE_EXPECTED_SKIPS", None)
     mutmut = Path(sys.executable).with_name("mutmut")
     started = time.monotonic()
     log = where / "mutmut.log"
