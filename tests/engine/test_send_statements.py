@@ -307,3 +307,19 @@ def test_a_read_fires_the_deferred_counts_only_when_one_waits() -> None:
             assert mq.stats("one").totals["enqueued"] == 2
     assert (fired(quiet), len(fired(first)), fired(again)) == ([], 2, [])
     assert mq.stats("one").totals["enqueued"] == 2
+
+
+def test_a_transaction_wakes_each_queue_once_at_commit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This process's waiters on a queue are woken once per committed transaction that
+    sent to it, however many sends it made, and not before the commit."""
+    from django_mqlite.engine import wakeup
+
+    woken: list[str] = []
+    monkeypatch.setattr(wakeup, "notify", woken.append)
+    mq.create_queue("one")
+    mq.create_queue("two")
+    with transaction.atomic():
+        for queue in ("one", "one", "two", "one"):
+            mq.send(queue, "x")
+        assert woken == []
+    assert sorted(woken) == ["one", "two"]

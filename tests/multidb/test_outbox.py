@@ -38,3 +38,25 @@ def test_rollback_on_another_database_does_not_undo_the_send() -> None:
         seq = mq.send(FAR, "a")
         raise BoomError
     assert [p.seq for p in mq.peek(FAR)] == [seq]
+
+
+@pytest.mark.django_db(databases=BOTH, transaction=True)  # a real commit runs on_commit
+def test_the_wake_up_waits_for_the_commit_of_the_queues_own_database(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A send to a queue on the second database wakes this process's waiters when that
+    database's transaction commits: not at once because the default database is in
+    autocommit, and not at all when it rolls back."""
+    from django_mqlite.engine import wakeup
+
+    woken: list[str] = []
+    monkeypatch.setattr(wakeup, "notify", woken.append)
+    with transaction.atomic(using=SECOND):
+        mq.send(FAR, "x")
+        mq.send(FAR, "y")
+        assert woken == []
+    assert woken == [FAR]
+    with transaction.atomic(using=SECOND):
+        mq.send(FAR, "z")
+        transaction.set_rollback(True, using=SECOND)
+    assert woken == [FAR]
