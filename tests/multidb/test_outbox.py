@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from django.db import transaction
+from django.db import connection, transaction  # noqa: F401 - connection: the skipif conditions
 
 import django_mqlite as mq
 from tests.settings import SECOND
@@ -60,3 +60,21 @@ def test_the_wake_up_waits_for_the_commit_of_the_queues_own_database(
         mq.send(FAR, "z")
         transaction.set_rollback(True, using=SECOND)
     assert woken == [FAR]
+
+
+@pytest.mark.skipif("connection.vendor != 'postgresql'")
+@pytest.mark.django_db(databases=BOTH, transaction=True)
+def test_later_sends_on_the_second_database_leave_their_count_to_its_commit() -> None:
+    """The deferred count (tests/engine/test_send_statements.py) works per database: the
+    marker of the first send is kept by the queue's own database's transaction."""
+    from django.db import connections
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connections[SECOND]) as ctx, transaction.atomic(using=SECOND):
+        for body in ("a", "b", "c"):
+            mq.send(FAR, body)
+    sql = [q["sql"] for q in ctx.captured_queries if not q["sql"].startswith("PREPARE")]
+    sends = [s for s in sql if "EXECUTE mqlite_send" in s or "INSERT INTO mqlite_message" in s]
+    deferred = ["mqlite_send_deferred_" in s or "set_config(" in s for s in sends]
+    assert deferred == [False, True, True], sends
+    assert mq.stats(FAR).totals["enqueued"] == 3
