@@ -323,3 +323,17 @@ def test_a_transaction_wakes_each_queue_once_at_commit(monkeypatch: pytest.Monke
             mq.send(queue, "x")
         assert woken == []
     assert sorted(woken) == ["one", "two"]
+
+
+@pytest.mark.skipif("connection.vendor != 'postgresql'")
+def test_a_refused_send_leaves_no_count_marker_behind() -> None:
+    """Only a send that wrote the queue's counter row marks the transaction as holding
+    its deferred count: after a send to a queue that does not exist yet, the queue's
+    first real send writes the row itself, so no count is lost at commit."""
+    with transaction.atomic():
+        with pytest.raises(mq.QueueNotFoundError):
+            mq.send("later", "x")
+        mq.create_queue("later")
+        mq.send("later", "a")
+        mq.send("later", "b")
+    assert mq.stats("later").totals["enqueued"] == 2 == len(mq.peek("later"))
