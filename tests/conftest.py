@@ -23,11 +23,22 @@ def _fresh_statement_caches() -> None:
     tried against that one test."""
     if not os.environ.get("MQLITE_MUTATION"):
         return
+    for cache in statement_caches():
+        cache.clear()
+
+
+def statement_caches() -> list[dict[Any, Any]]:
+    """The engine's per-process caches of built statements (each keyed by what it was
+    built from, so emptying one only costs a rebuild of the same text)."""
     from django_mqlite.engine import claim, core, prepared, send_one
 
-    for cache in (claim._claim_sql, claim._promote_sql, core._totals_sql, send_one._postgres):
-        cache.clear()
-    prepared._names.clear()  # keyed by the statement's text: rebuilt the same
+    return [
+        claim._claim_sql,
+        claim._promote_sql,
+        core._totals_sql,
+        send_one._postgres,
+        prepared._names,
+    ]
 
 
 @pytest.fixture

@@ -44,7 +44,8 @@ MODULES: dict[str, list[str]] = {
     ],
     "django_mqlite/engine/settle.py": [
         E + "test_settle.py",
-        E + "test_abandon_batch.py",
+        E + "test_settle_single_vs_batch.py",
+        E + "test_receipts.py",
         E + "test_dead_letters.py",
         E + "test_forward_dead_letters.py",
         E + "test_idempotency.py",

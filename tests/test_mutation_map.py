@@ -31,3 +31,9 @@ def test_the_ci_subset_and_the_accepted_survivors_name_mapped_modules() -> None:
     for name, why in ACCEPTED.items():
         assert name.startswith("django_mqlite."), name
         assert why.strip(), name
+
+
+def test_the_statement_caches_emptied_under_mutation_testing_exist() -> None:
+    from tests.conftest import statement_caches
+
+    assert all(isinstance(cache, dict) for cache in statement_caches())
