@@ -133,31 +133,30 @@ ACCEPTED: dict[str, str] = {
     "are no on-commit markers, and on SQLite none are Counted, so it returns all the same",
 }
 
-_SQL = re.compile(r"\b(SELECT|INSERT|UPDATE|DELETE|SET|CAST|WITH|FROM|WHERE|COUNT)\b", re.I)
+# An SQL keyword as the engine writes them (upper case), inside a double-quoted literal.
+_SQL = re.compile(r"\b(SELECT|INSERT|UPDATE|DELETE|SET|CAST|WITH|FROM|WHERE|COUNT)\b")
+_LITERAL = re.compile(r'"(?:[^"\\]|\\.)*"')
 _QUOTED = re.compile(r"'[^']*'")
 
 
 def sql_case_only(diff: str) -> bool:
-    """Whether a mutant's diff changes only the letter case of one line of SQL, outside
-    its quoted literals: SQL keywords and unquoted names are case-insensitive, so such a
-    mutant is equivalent to the original."""
-    minus = [
-        line[1:]
-        for line in diff.splitlines()
-        if line.startswith("-") and not line.startswith("---")
-    ]
-    plus = [
-        line[1:]
-        for line in diff.splitlines()
-        if line.startswith("+") and not line.startswith("+++")
-    ]
+    """Whether a mutant's diff changes only the letter case of SQL: one line, the code
+    around its string literals unchanged, and each literal that changed an SQL text
+    (an upper-case keyword in it) whose quoted SQL literals kept their case. SQL
+    keywords and unquoted names are case-insensitive, so such a mutant is equivalent."""
+    lines = diff.splitlines()
+    minus = [x[1:] for x in lines if x.startswith("-") and not x.startswith("---")]
+    plus = [x[1:] for x in lines if x.startswith("+") and not x.startswith("+++")]
     if len(minus) != 1 or len(plus) != 1 or minus[0] == plus[0]:
         return False
     old, new = minus[0], plus[0]
-    return (
-        old.lower() == new.lower()
-        and _QUOTED.findall(old) == _QUOTED.findall(new)
-        and bool(_SQL.search(old))
+    if _LITERAL.sub('""', old) != _LITERAL.sub('""', new):
+        return False  # the code itself changed, not only a string
+    pairs = list(zip(_LITERAL.findall(old), _LITERAL.findall(new), strict=False))
+    changed = [(a, b) for a, b in pairs if a != b]
+    return bool(changed) and all(
+        a.lower() == b.lower() and _SQL.search(a) and _QUOTED.findall(a) == _QUOTED.findall(b)
+        for a, b in changed
     )
 
 

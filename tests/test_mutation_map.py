@@ -6,7 +6,7 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-from tests.mutation import ACCEPTED, CI, MODULES, ROOT
+from tests.mutation import ACCEPTED, CI, MODULES, ROOT, sql_case_only
 
 
 def test_the_pyproject_configuration_mutates_the_mapped_modules() -> None:
@@ -37,3 +37,19 @@ def test_the_statement_caches_emptied_under_mutation_testing_exist() -> None:
     from tests.conftest import statement_caches
 
     assert all(isinstance(cache, dict) for cache in statement_caches())
+
+
+def _diff(old: str, new: str) -> str:
+    return f"--- a\n+++ b\n-{old}\n+{new}\n"
+
+
+def test_only_a_change_of_case_inside_sql_is_equivalent_by_rule() -> None:
+    sql = 'cursor.execute("SET CONSTRAINTS mqlite_count_deferred IMMEDIATE")'
+    assert sql_case_only(_diff(sql, sql.replace("SET CONSTRAINTS", "set constraints")))
+    state = """c.execute("SELECT 1 WHERE state = 'active'")"""
+    assert not sql_case_only(_diff(state, state.upper()))  # a quoted literal's case
+    code = 'raise _denied("IncompleteSignature", "X-Amz-Date is missing.") from None'
+    assert not sql_case_only(
+        _diff(code, code.replace("IncompleteSignature", "INCOMPLETESIGNATURE"))
+    )
+    assert not sql_case_only(_diff('f("SELECT 1")', 'g("SELECT 1")'))
