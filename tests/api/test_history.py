@@ -107,3 +107,9 @@ def test_in_the_schema(api: APIClient) -> None:
     op = schema["paths"]["/queues/{name}/history/"]["get"]
     [minutes] = [p for p in op["parameters"] if p["name"] == "minutes"]
     assert minutes["schema"]["minimum"] == 1 and minutes["schema"]["maximum"] == 10080
+
+
+@pytest.mark.parametrize("query", ["minutes=", "minutes=5&minutes=10"])
+def test_an_empty_or_repeated_query_parameter_is_400(api: Any, q: str, query: str) -> None:
+    r = api.get(url(f"queues/{q}/history/?{query}"))
+    assert r.status_code == 400 and r.json()["code"] == "invalid_argument"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import importlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -141,6 +142,10 @@ def test_redrive_target_and_create_name_are_checked(per_queue: APIClient) -> Non
 
 
 def test_sending_to_a_task_queue_over_http_is_refused(api: Any) -> None:
+    # The task's module is imported, as an installed app's tasks module is in a project
+    # (the front resolves only such modules; this test must not rely on another test's
+    # import).
+    importlib.import_module("tests.workerproject.recorder.tasks")
     mq.create_queue("tasks")
     mq.create_queue("plain")
     envelope = {"task": "tests.workerproject.recorder.tasks.add", "args": [1, 2], "kwargs": {}}

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import OpenApiResponse
 from drf_spectacular.utils import extend_schema as spectacular_extend_schema
-from rest_framework.exceptions import NotAcceptable, PermissionDenied
+from rest_framework.exceptions import NotAcceptable, PermissionDenied, ValidationError
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.parsers import BaseParser
 from rest_framework.permissions import BasePermission
@@ -172,6 +172,20 @@ class MQView(APIView):
         serializer = serializer_class(data=data)
         serializer.is_valid(raise_exception=True)
         return serializer.validated_data
+
+    def query(self, serializer_class: type[Serializer[Any]]) -> Any:
+        """The query string validated by ``serializer_class``: each of its parameters at
+        most once and never empty, or a 400 ``invalid_argument`` (a form's leniency would
+        read ``?minutes=`` as no value given and ``?limit=1&limit=900`` as the last)."""
+        fields = serializer_class().fields
+        params: dict[str, str] = {}
+        for key, values in self.request.query_params.lists():
+            if key not in fields:
+                continue
+            if len(values) != 1 or values[0] == "":
+                raise ValidationError({key: ["give this parameter once, with a value"]})
+            params[key] = values[0]
+        return self.valid(serializer_class, params)
 
     def body(self, serializer_class: type[Serializer[Any]]) -> Any:
         """The JSON body validated by ``serializer_class``; an empty body counts as ``{}``."""

@@ -85,7 +85,7 @@ class QueueHistoryView(MQView):
         "progress: how much each lifetime total grew, and the depth per state.",
     )
     def get(self, request: Request, name: str) -> Response:
-        minutes = self.valid(HistoryQuerySerializer, request.query_params).get("minutes", 60)
+        minutes = self.query(HistoryQuerySerializer).get("minutes", 60)
         buckets = mq.history(name, minutes=minutes)
         data = {"queue": name, "minutes": minutes, "buckets": buckets}
         return Response(HistorySerializer(data).data)

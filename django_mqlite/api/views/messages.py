@@ -79,7 +79,7 @@ class MessagesView(MQView):
         responses={200: s.PeekedListSerializer, **errors(400, 404)},
     )
     def get(self, request: Request, name: str) -> Response:
-        query = self.valid(s.PeekQuerySerializer, request.query_params)
+        query = self.query(s.PeekQuerySerializer)
         state = query.get("state")
 
         def fetch(limit: int, after_seq: int) -> list[mq.Peeked]:

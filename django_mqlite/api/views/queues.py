@@ -90,7 +90,7 @@ class QueueDetailView(MQView):
         "dead-lettered or kept results) is a 409 `queue_not_empty` unless `force=true`.",
     )
     def delete(self, request: Request, name: str) -> Response:
-        force = self.valid(s.DeleteQuerySerializer, request.query_params).get("force", False)
+        force = self.query(s.DeleteQuerySerializer).get("force", False)
         mq.delete_queue(name, force=force)
         return Response(status=204)
 
