@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -63,3 +63,19 @@ def error(response: Any, status: int, code: str) -> None:
     assert response.status_code == status, response.content
     assert response.json()["code"] == code, response.json()
     assert set(response.json()) == {"code", "message"}
+
+
+@pytest.fixture
+def per_queue(db: Any) -> Iterator[APIClient]:
+    """A client whose user (``pq``) holds only the per-queue grants ``queue_perms.allow``
+    gives it."""
+    from django.test import override_settings
+
+    from . import queue_perms
+
+    queue_perms.GRANTS.clear()
+    client = APIClient()
+    client.force_authenticate(User.objects.create_user("pq"))
+    with override_settings(AUTHENTICATION_BACKENDS=queue_perms.BACKENDS):
+        yield client
+    queue_perms.GRANTS.clear()

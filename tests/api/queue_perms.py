@@ -17,3 +17,12 @@ class PerQueueBackend:
         if obj is None or not user_obj.is_active:
             return False
         return obj.name in GRANTS.get((user_obj.get_username(), perm), set())
+
+
+#: The authentication backends a per-queue test runs with: Django's own and this one.
+BACKENDS = ["django.contrib.auth.backends.ModelBackend", "tests.api.queue_perms.PerQueueBackend"]
+
+
+def allow(perm: str, *queues: str, user: str = "pq") -> None:
+    """Grant ``user`` this app's ``perm`` (send, consume, view, manage) on ``queues``."""
+    GRANTS.setdefault((user, f"django_mqlite.{perm}_queue"), set()).update(queues)

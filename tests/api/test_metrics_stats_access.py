@@ -4,12 +4,10 @@ permission across queues, and ``stats/`` counts only the visible queues' message
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from django.db import connection
-from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
@@ -21,23 +19,11 @@ from .conftest import error, url
 
 pytestmark = pytest.mark.django_db
 
-BACKENDS = ["django.contrib.auth.backends.ModelBackend", "tests.api.queue_perms.PerQueueBackend"]
-
 
 @pytest.fixture
 def worker_row() -> None:
     now = mq.clock.now_ms()
     Worker.objects.create(host="secret-host", pid=4242, started_at=now, last_seen=now)
-
-
-@pytest.fixture
-def per_queue(django_user_model: Any) -> Iterator[APIClient]:
-    queue_perms.GRANTS.clear()
-    client = APIClient()
-    client.force_authenticate(django_user_model.objects.create_user("pq"))
-    with override_settings(AUTHENTICATION_BACKENDS=BACKENDS):
-        yield client
-    queue_perms.GRANTS.clear()
 
 
 def test_metrics_refuse_a_user_without_permission(nobody: Any, q: str, worker_row: None) -> None:

@@ -5,12 +5,10 @@ or classes."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import Permission, User
-from django.test import override_settings
 from rest_framework.authentication import BasicAuthentication, SessionAuthentication
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
@@ -24,22 +22,10 @@ from django_mqlite.api.permissions import (
     permission_classes,
 )
 
-from . import queue_perms
 from .conftest import url
-from .test_safety import BACKENDS, allow
+from .queue_perms import allow
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def per_queue(db: Any) -> Iterator[APIClient]:
-    """A client whose user (``pq``) holds permissions on the queues ``allow`` names."""
-    queue_perms.GRANTS.clear()
-    client = APIClient()
-    client.force_authenticate(User.objects.create_user("pq"))
-    with override_settings(AUTHENTICATION_BACKENDS=BACKENDS):
-        yield client
-    queue_perms.GRANTS.clear()
 
 
 def test_a_per_queue_grant_reaches_the_routes_queue(per_queue: APIClient) -> None:

@@ -18,29 +18,8 @@ from rest_framework.test import APIClient
 import django_mqlite as mq
 
 from ..legacy_rows import store_raw
-from . import queue_perms
 from .conftest import error, grant, url
-
-BACKENDS = [
-    "django.contrib.auth.backends.ModelBackend",
-    "tests.api.queue_perms.PerQueueBackend",
-]
-
-
-@pytest.fixture
-def per_queue(db: Any) -> Iterator[APIClient]:
-    """A client whose user holds permissions on some queues only."""
-    queue_perms.GRANTS.clear()
-    client = APIClient()
-    client.force_authenticate(User.objects.create_user("pq"))
-    with override_settings(AUTHENTICATION_BACKENDS=BACKENDS):
-        yield client
-    queue_perms.GRANTS.clear()
-
-
-def allow(perm: str, *queues: str) -> None:
-    queue_perms.GRANTS.setdefault(("pq", f"django_mqlite.{perm}_queue"), set()).update(queues)
-
+from .queue_perms import allow
 
 NON_STANDARD_JSON = (b"NaN", b'{"x": Infinity}', b"[1e400]")
 

@@ -18,8 +18,6 @@ from .signing import call, call_query
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-BACKENDS = ["django.contrib.auth.backends.ModelBackend", "tests.api.queue_perms.PerQueueBackend"]
-
 
 @pytest.fixture
 def base(live_server: Any, sqs_settings: Any) -> str:
@@ -125,7 +123,7 @@ def test_policy_is_capped_at_sqs_quota(base: str) -> None:
 def alice(db: Any) -> Iterator[User]:
     queue_perms.GRANTS.clear()
     user = User.objects.create_user("alice")
-    with override_settings(AUTHENTICATION_BACKENDS=BACKENDS):
+    with override_settings(AUTHENTICATION_BACKENDS=queue_perms.BACKENDS):
         yield user
     queue_perms.GRANTS.clear()
 
