@@ -37,6 +37,7 @@ from ..engine import admission, core, settle
 from ..engine.clock import now_ms, to_ms
 from ..engine.queues import get_queue
 from ..engine.received import Received
+from ..engine.settle_items import MAX_DESCRIPTION
 from ..engine.types import Completion
 from ..exceptions import LockLostError, Reject
 from ..worker import db_health
@@ -313,8 +314,10 @@ def bury_invalid(msg: Received, why: str) -> None:
     """Dead-letter a message that is not a task this queue may run: at once, since no
     retry can make it valid, and without running anything."""
     assert msg.lock_token is not None
-    # The reason may quote the message: made valid UTF-8, so the reject always stores.
-    why = why.encode("utf-8", "backslashreplace").decode("utf-8")[:4096]
+    # The reason may quote the message: made storable by the engine's one rule for
+    # diagnostics (the reject applies it too; here it also keeps the log line writable),
+    # and cut to what a description may hold.
+    why = admission.diagnostic(why)[:MAX_DESCRIPTION]
     logger.warning("task message #%s on %r dead-lettered: %s", msg.seq, msg.queue, why)
     item = settle.RejectItem(msg.seq, msg.lock_token, envelope.INVALID_REASON, why)
     msg.outcome = settle.one(msg.queue, settle.reject_many(msg.queue, [item], using=msg.using))
