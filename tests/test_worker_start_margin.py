@@ -6,17 +6,19 @@ attempt, instead of running side effects another worker may already have run
 from __future__ import annotations
 
 import signal
+import sqlite3
 import threading
 import time
 from typing import Any
 
 import pytest
+from django.db import connection
 from django.test import override_settings
 
 import django_mqlite as mq
 from django_mqlite.consumers import Registry
 from django_mqlite.engine import settle
-from django_mqlite.worker import Worker, background, settlement
+from django_mqlite.worker import Worker, background, runner, settlement
 from django_mqlite.worker.prefetch import start_margin_s
 
 from .procs import wait_for
@@ -83,6 +85,43 @@ def test_a_worker_paused_past_its_leases_starts_no_stale_handler(
     assert min(lease_left) >= start_margin_s(30), lease_left
     totals = mq.stats("hold").totals
     assert totals["completed"] == 5 and totals["reclaimed"] == 0, totals
+
+
+@override_settings(MQLITE={"WORKER_STALE_AFTER": 3600})
+def test_a_pause_right_after_the_claim_commits_starts_nothing_of_it(
+    clock: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker is 'paused' between the claim's commit and reading its own clock (the
+    engine's clock moves 40 s inside ``receive``, past the 30 s leases): the leases end
+    when their rows say, so none of that batch is started (the reaper returns them, as
+    for any lease that ran out); the others run once each."""
+    mq.create_queue("late", lock_duration=30)
+    mq.send_batch("late", [mq.OutMessage(i) for i in range(3)])
+    sent = [m.seq for m in mq.peek("late")]
+    runs: list[tuple[int, int]] = []
+    registry = Registry()
+    registry.register("late", lambda msg: runs.append((msg.seq, msg.delivery_count)))
+    real_receive = runner.receive
+    paused: list[int] = []  # the seqs of the batch claimed just before the pause
+
+    def receive_then_pause(*args: Any, **kwargs: Any) -> list[mq.Received]:
+        got = real_receive(*args, **kwargs)
+        if got and not paused:
+            paused.extend(m.seq for m in got)
+            clock.advance(40)
+        return got
+
+    monkeypatch.setattr(runner, "receive", receive_then_pause)
+    worker = Worker(["late"], burst=True, reaper=False, install_signals=False, registry=registry)
+    thread = threading.Thread(target=worker.run)
+    thread.start()
+    thread.join(30)
+    assert not thread.is_alive()
+    assert paused and worker.pool.stale_skipped == len(paused), (paused, worker.pool.stale_skipped)
+    # None of the paused batch ran (their leases are spent: the reaper returns them);
+    # the rest ran once each.
+    assert sorted(s for s, _ in runs) == sorted(set(sent) - set(paused)), (runs, paused)
+    assert all(count == 1 for _, count in runs), runs
 
 
 @override_settings(MQLITE={"WORKER_STALE_AFTER": 1.0, "HEARTBEAT_INTERVAL": 0.1})
@@ -185,8 +224,33 @@ def freeze_holding_prefetched(proc: Any, threads: int) -> set[int]:
         proc.send_signal(signal.SIGSTOP)
         time.sleep(0.05)  # let the stop land
         held = {m.seq for m in mq.peek("work", limit=1000) if m.state == "locked"}
-        if len(held) > threads:
+        if len(held) > threads and not in_a_transaction():
             return held
         proc.send_signal(signal.SIGCONT)
         time.sleep(0.02)
     raise AssertionError("the worker never held prefetched messages")
+
+
+def in_a_transaction() -> bool:
+    """True when another connection to the test database sits inside a transaction,
+    i.e. the frozen worker was stopped mid-settle: the reclaim below would wait on its
+    row locks until SIGCONT, which comes only after the reclaim (PostgreSQL), or fail
+    on its write lock (SQLite). Such a freeze is retried."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                " AND pid <> pg_backend_pid() AND state LIKE 'idle in transaction%%'"
+                " OR (state = 'active' AND datname = current_database()"
+                " AND pid <> pg_backend_pid() AND backend_type = 'client backend')"
+            )
+            return bool(cursor.fetchone()[0])
+    probe = sqlite3.connect(connection.settings_dict["NAME"], timeout=0.1)
+    try:
+        probe.execute("BEGIN IMMEDIATE")
+        probe.execute("ROLLBACK")
+        return False
+    except sqlite3.OperationalError:
+        return True
+    finally:
+        probe.close()

@@ -406,12 +406,12 @@ class Worker:
             now = now_ms()
             batch = []
             for m in msgs:
-                lease_s = max(
-                    0.1, ((to_ms(m.locked_until) if m.locked_until else now) - now) / 1000
-                )
-                delivery = Delivery(
-                    m, consumer, lease_s, now / 1000 + lease_s / 2, now / 1000 + lease_s
-                )
+                # The lease ends when the row says, not ``lease_s`` after this line runs:
+                # a worker paused between the claim's commit and here (SIGSTOP, a VM
+                # pause) must not see a spent lease as a fresh one.
+                until_ms = to_ms(m.locked_until) if m.locked_until else now
+                lease_s = max(0.1, (until_ms - now) / 1000)
+                delivery = Delivery(m, consumer, lease_s, now / 1000 + lease_s / 2, until_ms / 1000)
                 delivery.claimed_at = claimed_at
                 delivery.timeout = consumer.timeout_of(m)
                 batch.append(delivery)
