@@ -16,6 +16,7 @@ from .engine.core import database_of
 from .engine.history import history
 from .engine.inspect import peek, stats
 from .engine.maintenance import reap
+from .engine.once import once, prune_once
 from .engine.queues import create_queue, delete_queue, get_queue, list_queues, update_queue
 from .engine.received import Received
 from .engine.redrive import purge, redrive
@@ -52,7 +53,6 @@ from .exceptions import (
     QueueNotFoundError,
     Reject,
 )
-from .idempotency import once, prune_once
 
 __all__ = [
     "Completion",

@@ -32,7 +32,7 @@ def check_tasks_framework(app_configs: Any = None, **kwargs: Any) -> list[CheckM
 def check_one_consumer_per_queue(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
     """Import what ``runworker`` imports (every app's ``consumers`` and ``tasks`` modules,
     the Tasks backends' queues) and report two handlers registered for one queue."""
-    from .discovery import autodiscover
+    from .worker.discovery import autodiscover
 
     if mqlite_task_aliases() and framework_problem() is not None:
         return []  # E021 says what is missing; the apps' task modules cannot import yet

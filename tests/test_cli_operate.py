@@ -80,7 +80,7 @@ def bury(q: str, n: int) -> list[int]:
 
 
 def test_redrive_all_with_progress(make_queue: object, monkeypatch: pytest.MonkeyPatch) -> None:
-    from django_mqlite import cli
+    from django_mqlite.cli import subcommands as cli
 
     monkeypatch.setattr(cli, "CHUNK", 2)
     q = mq.create_queue("dlq").name

@@ -15,8 +15,9 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test import override_settings
 
-from django_mqlite import checks, checks_workers, consumers, discovery
+from django_mqlite import checks, checks_workers, consumers
 from django_mqlite.tasks import support
+from django_mqlite.worker import discovery
 
 ROOT = Path(__file__).resolve().parent.parent
 MQLITE_TASKS = {"default": {"BACKEND": "django_mqlite.backends.MQLiteBackend"}}

@@ -110,7 +110,7 @@ def test_the_detector_sees_a_cycle_through_a_function_level_import() -> None:
 
 def test_the_graph_counts_imports_inside_functions() -> None:
     # discovery imports the task runner only inside autodiscover().
-    assert "django_mqlite.tasks.runner" in import_graph()["django_mqlite.discovery"]
+    assert "django_mqlite.tasks.runner" in import_graph()["django_mqlite.worker.discovery"]
 
 
 def test_the_tasks_integration_is_one_package() -> None:

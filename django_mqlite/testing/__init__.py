@@ -20,7 +20,6 @@ from asgiref.sync import async_to_sync, iscoroutinefunction
 
 from ..conf import mqlite_settings
 from ..consumers import Consumer, registry
-from ..discovery import autodiscover
 from ..engine import core
 from ..engine.claim import receive
 from ..engine.inspect import peek
@@ -29,6 +28,7 @@ from ..engine.types import Outcome, Peeked, State
 from ..exceptions import QueueNotFoundError
 from ..worker import handling
 from ..worker.delivery import Delivery
+from ..worker.discovery import autodiscover
 from ..worker.retry import backoff_delay
 
 __all__ = ["drain", "sent", "tick"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from django.utils.module_loading import autodiscover_modules, module_has_submodule
 
-from .consumers import registry
+from ..consumers import registry
 
 
 def autodiscover() -> None:
@@ -18,7 +18,7 @@ def autodiscover() -> None:
     task runner for each queue a django-mqlite Tasks backend serves."""
     autodiscover_modules("consumers", "tasks")
     try:
-        from .tasks.runner import register_task_queues
+        from ..tasks.runner import register_task_queues
     except ImportError:  # neither django.tasks nor the django-tasks backport
         return
     register_task_queues(registry)
@@ -28,7 +28,7 @@ def nothing_to_serve() -> str:
     """Why ``runworker`` found no work: what it looked for and what it would have served."""
     from django.apps import apps
 
-    from .tasks.support import INSTALL_HINT, framework_problem, mqlite_task_aliases
+    from ..tasks.support import INSTALL_HINT, framework_problem, mqlite_task_aliases
 
     installed = list(apps.get_app_configs())
     found = [
