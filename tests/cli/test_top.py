@@ -13,7 +13,7 @@ import django_mqlite as mq
 from django_mqlite.cli import top
 from django_mqlite.engine.types import TOTAL_NAMES
 
-from .cli_helpers import mqlite
+from ..cli_helpers import mqlite
 
 pytestmark = pytest.mark.django_db
 
