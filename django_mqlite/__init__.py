@@ -2,6 +2,12 @@
 
 ``import django_mqlite as mq`` gives the public API. Importing this package
 never imports models, so it is safe in settings, ``AppConfig`` and task modules.
+
+The top-level modules are the app's standard roles: ``apps``, ``models``, ``checks``,
+``conf``, ``exceptions``, and the documented import paths ``consumers`` (the consumer
+registry), ``permissions``, ``admission`` and ``backends`` (the ``TASKS`` path).
+This module may import ``engine`` (the verbs), ``consumers``, ``admission`` and
+``exceptions``; never ``models``, ``api``, ``sqs``, ``admin``, ``cli`` or ``worker``.
 """
 
 from __future__ import annotations

@@ -8,6 +8,9 @@
 - ``tick()`` runs the periodic schedules' ticker once, as a worker does every second.
 
 With pytest-django installed, the ``mqlite`` fixture bundles them with a frozen clock.
+
+May import: ``engine``, ``consumers``, ``worker`` (the same steps the worker takes),
+``tasks`` (the periodic ticker), ``conf`` and ``exceptions``. Only users' tests import it.
 """
 
 from __future__ import annotations
