@@ -13,6 +13,9 @@ class MQLiteConfig(AppConfig):
 
     def ready(self) -> None:
         from . import checks  # noqa: F401  (registers the system checks)
+        from .tasks import plugin
+
+        plugin.install()  # the Tasks queues and the periodic ticker, into the worker
 
         post_migrate.connect(_sync_declared_queues, sender=self)
 

@@ -14,8 +14,9 @@ from ... import checks
 from ...conf import mqlite_settings
 from ...consumers import registry
 from ...exceptions import MQLiteError
+from ...tasks.support import nothing_to_serve
 from ...worker import Worker, build
-from ...worker.discovery import autodiscover, nothing_to_serve
+from ...worker.discovery import autodiscover
 from ...worker.multi import MultiWorker
 from ...worker.prefork import Supervisor
 
