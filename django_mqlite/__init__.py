@@ -2,6 +2,12 @@
 
 ``import django_mqlite as mq`` gives the public API. Importing this package
 never imports models, so it is safe in settings, ``AppConfig`` and task modules.
+
+The top-level modules are the app's standard roles: ``apps``, ``models``, ``checks``,
+``conf``, ``exceptions``, and the documented import paths ``consumers`` (the consumer
+registry), ``permissions``, ``admission`` and ``backends`` (the ``TASKS`` path).
+This module may import ``engine`` (the verbs), ``consumers``, ``admission`` and
+``exceptions``; never ``models``, ``api``, ``sqs``, ``admin``, ``cli`` or ``worker``.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from .engine.core import database_of
 from .engine.history import history
 from .engine.inspect import peek, stats
 from .engine.maintenance import reap
+from .engine.once import once, prune_once
 from .engine.queues import create_queue, delete_queue, get_queue, list_queues, update_queue
 from .engine.received import Received
 from .engine.redrive import purge, redrive
@@ -52,7 +59,6 @@ from .exceptions import (
     QueueNotFoundError,
     Reject,
 )
-from .idempotency import once, prune_once
 
 __all__ = [
     "Completion",

@@ -12,7 +12,10 @@ class MQLiteConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from . import checks, checks_workers  # noqa: F401  (registers the system checks)
+        from . import checks  # noqa: F401  (registers the system checks)
+        from .tasks import plugin
+
+        plugin.install()  # the Tasks queues and the periodic ticker, into the worker
 
         post_migrate.connect(_sync_declared_queues, sender=self)
 

@@ -24,6 +24,13 @@ Programmatic registration, for integrations such as the Django Tasks backend::
 
     consumers.register("default", run_task, timeout=None)
 
+An integration plugs into the worker here too, and only here (the worker imports no
+integration): ``register_discovery(fn)`` has ``autodiscover()`` call ``fn(registry)``
+after the apps' modules are imported (the Tasks backend registers its queues' handler);
+``register_service(fn)`` has every worker process start ``fn(using)``'s background
+thread, when it returns one (the periodic schedules' ticker); ``register_declarations(fn)``
+says which queues a worker creates at start (``MQLITE["QUEUES"]`` by default).
+
 A handler may settle its message itself (``msg.complete()``, ``msg.abandon(...)``,
 ``msg.reject(...)``, ``msg.defer()``): the message records the verb in
 ``msg.settled`` and the worker then leaves it alone. Code that settles through the
@@ -147,3 +154,51 @@ def consumer(queue: str, *, timeout: float | None = None) -> Callable[[Handler],
         return func
 
     return decorate
+
+
+# Integrations: what the worker runs besides the handlers (see the module docstring).
+Discovery = Callable[[Registry], object]
+#: ``service(using)`` -> a thread-like object (``start()``, ``stop()``) or None (nothing
+#: to run); ``using`` is the worker's database alias, None for every queue database.
+Service = Callable[[str | None], Any]
+
+_discoveries: list[Discovery] = []
+_services: list[Service] = []
+_declarations: list[Callable[[], Any]] = []
+
+
+def register_discovery(fn: Discovery) -> None:
+    """Have ``autodiscover()`` call ``fn(registry)`` once the apps' modules are imported."""
+    if fn not in _discoveries:
+        _discoveries.append(fn)
+
+
+def register_service(fn: Service) -> None:
+    """Have every worker process start the background thread ``fn(using)`` returns."""
+    if fn not in _services:
+        _services.append(fn)
+
+
+def register_declarations(fn: Callable[[], Any]) -> None:
+    """``fn()`` gives the queues a worker creates or updates at start (the last one
+    registered wins)."""
+    if fn not in _declarations:
+        _declarations.append(fn)
+
+
+def discoveries() -> list[Discovery]:
+    return list(_discoveries)
+
+
+def services() -> list[Service]:
+    return list(_services)
+
+
+def declared_queues() -> Any:
+    """The queues a worker creates or updates at start: the registered declarations, or
+    ``MQLITE["QUEUES"]`` as it stands."""
+    if _declarations:
+        return _declarations[-1]()
+    from .conf import mqlite_settings
+
+    return mqlite_settings.QUEUES

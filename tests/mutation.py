@@ -66,17 +66,17 @@ MODULES: dict[str, list[str]] = {
     ],
     "django_mqlite/engine/maintenance.py": [
         E + "test_reaper.py",
-        "tests/test_reaper_command.py",
+        "tests/worker/test_reaper_command.py",
         "tests/test_engine_stale_workers.py",
     ],
     "django_mqlite/worker/settlement.py": [
-        "tests/test_worker_inprocess.py",
-        "tests/test_worker_failures.py",
-        "tests/test_worker_prefetch.py",
+        "tests/worker/test_inprocess.py",
+        "tests/worker/test_failures.py",
+        "tests/worker/test_prefetch.py",
     ],
     "django_mqlite/worker/prefetch.py": [
-        "tests/test_worker_prefetch.py",
-        "tests/test_worker_inprocess.py",
+        "tests/worker/test_prefetch.py",
+        "tests/worker/test_inprocess.py",
     ],
     "django_mqlite/sqs/auth.py": ["tests/sqs/test_auth.py"],
     "django_mqlite/tasks/envelope.py": [

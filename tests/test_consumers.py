@@ -8,8 +8,9 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 
 import django_mqlite as mq
-from django_mqlite import consumers, discovery
+from django_mqlite import consumers
 from django_mqlite.consumers import Registry
+from django_mqlite.worker import discovery
 
 
 def handle_a(msg: Any) -> None:

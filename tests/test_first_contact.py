@@ -15,8 +15,9 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test import override_settings
 
-from django_mqlite import checks, checks_workers, consumers, discovery
+from django_mqlite import checks, consumers
 from django_mqlite.tasks import support
+from django_mqlite.worker import discovery
 
 ROOT = Path(__file__).resolve().parent.parent
 MQLITE_TASKS = {"default": {"BACKEND": "django_mqlite.backends.MQLiteBackend"}}
@@ -39,7 +40,7 @@ def test_tasks_backend_without_the_backport_names_the_package(
 ) -> None:
     without_backport(monkeypatch, (5, 2))
     with override_settings(TASKS=MQLITE_TASKS):
-        (msg,) = checks_workers.check_tasks_framework()
+        (msg,) = checks.check_tasks_framework()
     assert msg.id == "django_mqlite.E021"
     assert "django-tasks" in msg.msg
     assert msg.hint and 'pip install "django-mqlite[tasks]"' in msg.hint
@@ -50,18 +51,18 @@ def test_django_6_0_is_refused_with_the_supported_versions(
 ) -> None:
     without_backport(monkeypatch, (6, 0))
     with override_settings(TASKS=MQLITE_TASKS):
-        (msg,) = checks_workers.check_tasks_framework()
+        (msg,) = checks.check_tasks_framework()
     assert msg.id == "django_mqlite.E021"
     assert "6.1" in msg.msg and "5.2" in msg.msg
 
 
 def test_supported_versions_pass(monkeypatch: pytest.MonkeyPatch) -> None:
     with override_settings(TASKS=MQLITE_TASKS):
-        assert checks_workers.check_tasks_framework() == []  # this suite's Django works
+        assert checks.check_tasks_framework() == []  # this suite's Django works
     monkeypatch.setattr(support.django, "VERSION", (6, 1, 0, "final", 0))
     assert support.framework_problem() is None
     with override_settings(TASKS={"default": {"BACKEND": "other.Backend"}}):
-        assert checks_workers.check_tasks_framework() == []  # not ours: nothing to say
+        assert checks.check_tasks_framework() == []  # not ours: nothing to say
 
 
 def test_two_consumers_on_one_queue_fail_the_check(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -81,7 +82,7 @@ def test_two_consumers_on_one_queue_fail_the_check(monkeypatch: pytest.MonkeyPat
 
     monkeypatch.setattr(runner, "mqlite_backends", lambda: [Backend()])
     registry.register("emails", send_welcome)
-    (msg,) = checks_workers.check_one_consumer_per_queue()
+    (msg,) = checks.check_one_consumer_per_queue()
     assert msg.id == "django_mqlite.E020"
     assert "'emails' already has a consumer" in msg.msg
     assert msg.hint
@@ -89,7 +90,7 @@ def test_two_consumers_on_one_queue_fail_the_check(monkeypatch: pytest.MonkeyPat
 
 def test_one_consumer_per_queue_passes(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(discovery, "registry", consumers.Registry())
-    assert checks_workers.check_one_consumer_per_queue() == []
+    assert checks.check_one_consumer_per_queue() == []
 
 
 def test_runworker_says_what_it_looked_for(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -78,3 +78,13 @@ def test_sqs_is_an_adapter_over_the_public_package() -> None:
             assert not name.startswith("django_mqlite.engine"), (path, name)
             assert not name.startswith("django_mqlite.api"), (path, name)
             assert not name.startswith("rest_framework"), (path, name)
+
+
+def test_the_worker_does_not_import_the_tasks_integration() -> None:
+    """Worker <- Tasks, one way: Tasks registers its queues' handler and the periodic
+    ticker through the registration any consumer uses (``tasks/plugin.py``)."""
+    paths = list((PKG / "worker").rglob("*.py"))
+    assert paths
+    for path in paths:
+        for name in imports(path):
+            assert not name.startswith("django_mqlite.tasks"), (path, name)

@@ -2,6 +2,9 @@
 
 Imported by ``django.contrib.admin``'s autodiscovery; each module registers its admin
 with the default site. See docs/admin.md.
+
+May import: the public package, ``models``, ``engine``, ``conf`` and ``exceptions``;
+nothing imports it but the admin's autodiscovery.
 """
 
 from __future__ import annotations

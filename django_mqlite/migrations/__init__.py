@@ -1,0 +1,1 @@
+"""The app's migrations. May import Django's migration framework only."""

@@ -1,6 +1,7 @@
 """Running Django Tasks inside ``runworker``.
 
-``register_task_queues`` (called by ``discovery.autodiscover``) registers ``run_task`` as
+``register_task_queues`` (called by ``worker.discovery.autodiscover`` through
+``tasks.plugin``) registers ``run_task`` as
 the consumer of every queue of every ``MQLiteBackend``. For each delivery it:
 
 1. sends ``task_started`` (the earlier attempts are read only on a redelivery);

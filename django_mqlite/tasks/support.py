@@ -57,3 +57,39 @@ def framework_problem() -> str | None:
             f"backport is not installed ({INSTALL_HINT})"
         )
     return None
+
+
+def nothing_to_serve() -> str:
+    """Why ``runworker`` found no work: what it looked for and what it would have served."""
+    from django.apps import apps
+    from django.utils.module_loading import module_has_submodule
+
+    installed = list(apps.get_app_configs())
+    found = [
+        f"{app.name}.{module}"
+        for app in installed
+        for module in ("consumers", "tasks")
+        if app.name != "django_mqlite" and module_has_submodule(app.module, module)
+    ]
+    lines = [
+        "nothing to serve: no consumer is registered and no Tasks queue is configured.",
+        f"Looked in the consumers and tasks modules of {len(installed)} "
+        f"installed apps (found: {', '.join(found) or 'none'}).",
+    ]
+    aliases = mqlite_task_aliases()
+    problem = framework_problem() if aliases else None
+    if problem is not None:
+        lines.append(
+            f"TASKS[{aliases[0]!r}] uses django-mqlite's backend, but {problem}; "
+            f"on Django 5.2: {INSTALL_HINT}."
+        )
+    elif not aliases:
+        lines.append(
+            'TASKS has no backend "django_mqlite.backends.MQLiteBackend", so no task '
+            "queue is served."
+        )
+    lines.append(
+        'Register a handler with @mq.consumer("queue") in an app\'s consumers.py, or '
+        "point TASKS at django_mqlite.backends.MQLiteBackend (docs/tasks.md)."
+    )
+    return "\n".join(lines)

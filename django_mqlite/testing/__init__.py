@@ -8,6 +8,9 @@
 - ``tick()`` runs the periodic schedules' ticker once, as a worker does every second.
 
 With pytest-django installed, the ``mqlite`` fixture bundles them with a frozen clock.
+
+May import: ``engine``, ``consumers``, ``worker`` (the same steps the worker takes),
+``tasks`` (the periodic ticker), ``conf`` and ``exceptions``. Only users' tests import it.
 """
 
 from __future__ import annotations
@@ -20,7 +23,6 @@ from asgiref.sync import async_to_sync, iscoroutinefunction
 
 from ..conf import mqlite_settings
 from ..consumers import Consumer, registry
-from ..discovery import autodiscover
 from ..engine import core
 from ..engine.claim import receive
 from ..engine.inspect import peek
@@ -29,6 +31,7 @@ from ..engine.types import Outcome, Peeked, State
 from ..exceptions import QueueNotFoundError
 from ..worker import handling
 from ..worker.delivery import Delivery
+from ..worker.discovery import autodiscover
 from ..worker.retry import backoff_delay
 
 __all__ = ["drain", "sent", "tick"]

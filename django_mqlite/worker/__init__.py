@@ -2,6 +2,10 @@
 
 ``Worker(queues, concurrency=...).run()`` is what ``manage.py runworker`` calls; tests
 drive it in-process the same way (``install_signals=False`` off the main thread).
+
+May import: ``engine``, ``consumers`` (the registry it serves), ``models``, ``conf``
+and ``exceptions``; never ``tasks``: Tasks plugs into the worker through the registry
+(``tests/test_layers.py``).
 """
 
 from __future__ import annotations

@@ -25,7 +25,6 @@ from .. import consumers as consumers_mod
 from ..conf import mqlite_settings
 from ..consumers import Registry
 from ..engine import core
-from ..tasks import periodic
 from .runner import Worker
 
 logger = logging.getLogger("django_mqlite.worker")
@@ -110,10 +109,11 @@ class MultiWorker:
 
     def run(self) -> int:
         previous = self._install_signals()
-        ticker = None
-        if self.periodic and mqlite_settings.PERIODIC:
-            ticker = periodic.ticker_loop()
-            ticker.start()
+        services = []
+        if self.periodic:  # the periodic ticker (tasks.plugin), once for every database
+            services = [t for s in consumers_mod.services() if (t := s(None)) is not None]
+            for t in services:
+                t.start()
         threads = [
             threading.Thread(target=self._run_one, args=(w,), name=f"mqlite-db-{w.using}")
             for w in self.workers
@@ -125,8 +125,8 @@ class MultiWorker:
                 while t.is_alive():
                     t.join(0.2)  # short joins keep the main thread free for signals
         finally:
-            if ticker is not None:
-                ticker.stop()
+            for t in services:
+                t.stop()
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
         if self.errors:

@@ -34,8 +34,6 @@ from ..engine.clock import now_ms, to_ms
 from ..engine.dialects import dialect_for
 from ..engine.queues import create_queue, get_queue, sync_declared
 from ..exceptions import LockLostError, QueueNotFoundError
-from ..tasks import periodic
-from ..tasks.declared import declared_queues
 from . import background, clockskew, db_health, prefetch, settlement
 from .delivery import Delivery
 from .memory import rss_mb
@@ -169,8 +167,11 @@ class Worker:
             self._threads.append(
                 background.reaper_loop(float(mqlite_settings.REAP_INTERVAL), self.using)
             )
-        if self.periodic and mqlite_settings.PERIODIC:
-            self._threads.append(periodic.ticker_loop(using=self.using))
+        if self.periodic:
+            for service in consumers_mod.services():  # the periodic ticker (tasks.plugin)
+                thread = service(self.using)
+                if thread is not None:
+                    self._threads.append(thread)
         self.listening = dialect_for(self.using).has_listen_notify
         if self.listening:
             self._threads.append(
@@ -188,7 +189,7 @@ class Worker:
     def _register(self) -> None:
         """Declared queues, the served queues' existence, and this worker's registry row."""
         if mqlite_settings.QUEUES:
-            sync_declared(declared_queues(), using=self.using)
+            sync_declared(consumers_mod.declared_queues(), using=self.using)
         leases = []
         for name, consumer in self.consumers.items():
             try:

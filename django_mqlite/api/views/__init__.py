@@ -1,0 +1,1 @@
+"""The API's views, one module per resource. May import what ``api`` may import."""

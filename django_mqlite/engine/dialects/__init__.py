@@ -1,4 +1,7 @@
-"""One dialect object per database vendor: feature flags and SQL fragments."""
+"""One dialect object per database vendor: feature flags and SQL fragments.
+
+May import: the standard library, ``django.db`` and ``exceptions``.
+"""
 
 from __future__ import annotations
 

@@ -8,7 +8,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from ... import cli, cli_control, top
+from ...cli import control as cli_control
+from ...cli import subcommands as cli
+from ...cli import top
 from ...engine.types import State
 from ...exceptions import MQLiteError
 

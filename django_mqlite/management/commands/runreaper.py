@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ...conf import mqlite_settings
 from ...exceptions import MQLiteError
-from ...reaper import Reaper
+from ...worker.reaper import Reaper
 
 
 class Command(BaseCommand):

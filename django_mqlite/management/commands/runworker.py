@@ -13,9 +13,10 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from ... import checks
 from ...conf import mqlite_settings
 from ...consumers import registry
-from ...discovery import autodiscover, nothing_to_serve
 from ...exceptions import MQLiteError
+from ...tasks.support import nothing_to_serve
 from ...worker import Worker, build
+from ...worker.discovery import autodiscover
 from ...worker.multi import MultiWorker
 from ...worker.prefork import Supervisor
 

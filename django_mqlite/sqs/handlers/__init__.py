@@ -1,5 +1,8 @@
 """One handler per SQS operation: ``handler(ctx, params) -> reply``, both in the JSON
-protocol's shape (the query protocol is translated to and from it)."""
+protocol's shape (the query protocol is translated to and from it).
+
+May import: the rest of ``sqs`` and what ``sqs`` may import.
+"""
 
 from __future__ import annotations
 

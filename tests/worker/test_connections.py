@@ -10,7 +10,7 @@ from django.db import connection
 
 import django_mqlite as mq
 
-from .procs import wait_for
+from ..procs import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

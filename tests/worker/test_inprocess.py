@@ -1,6 +1,6 @@
 """The ``Worker`` class driven in-process: retry backoff on the injectable clock (no
 sleeps), handlers that settle their own message. Lease renewal on the engine clock is in
-``test_worker_prefetch``."""
+``test_prefetch``."""
 
 from __future__ import annotations
 

@@ -13,8 +13,8 @@ import django_mqlite as mq
 from django_mqlite.engine.clock import now_ms
 from django_mqlite.models import Worker
 
-from .cli_helpers import mqlite, mqlite_json
-from .procs import wait_for
+from ..cli_helpers import mqlite, mqlite_json
+from ..procs import wait_for
 
 
 def row(host: str, pid: int, *, age_s: float = 0, stopped: bool = False) -> Worker:

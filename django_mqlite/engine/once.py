@@ -9,9 +9,9 @@ from datetime import timedelta
 
 from django.db import IntegrityError, connections, transaction
 
-from .engine import core
-from .engine.clock import now_ms
-from .exceptions import InvalidArgumentError
+from ..exceptions import InvalidArgumentError
+from . import core
+from .clock import now_ms
 
 
 @contextmanager

@@ -14,9 +14,9 @@ from django.core.management.base import OutputWrapper
 
 import django_mqlite as mq
 
-from .engine.clock import from_ms, now_ms
-from .engine.history import FAILED_TOTALS, history_of
-from .engine.types import TOTAL_NAMES
+from ..engine.clock import from_ms, now_ms
+from ..engine.history import FAILED_TOTALS, history_of
+from ..engine.types import TOTAL_NAMES
 
 #: Minutes summed in the "last minutes" columns (the current one included).
 RECENT_MINUTES = 5

@@ -21,11 +21,11 @@ from django.db import connections
 
 import django_mqlite as mq
 
-from . import cli_control
-from .conf import mqlite_settings
-from .engine import core
-from .engine.clock import now_ms
-from .engine.redrive import PURGEABLE
+from ..conf import mqlite_settings
+from ..engine import core
+from ..engine.clock import now_ms
+from ..engine.redrive import PURGEABLE
+from . import control as cli_control
 
 CHUNK = 500
 QUEUE_OPTIONS: dict[str, tuple[Callable[[str], Any], str]] = {
@@ -323,7 +323,7 @@ def health(out: OutputWrapper, o: dict[str, Any]) -> None:
     if o["max_age"] is not None and oldest is not None and oldest > o["max_age"]:
         problems.append(f"oldest active message is {oldest:.1f}s old (> {o['max_age']:g}s)")
     if o.get("worker") is not None:
-        from .liveness import report as worker_report
+        from .health import report as worker_report
 
         alias = o["database"] or mqlite_settings.DATABASE
         report["self"], found = worker_report(o["worker"], alias)
@@ -351,7 +351,7 @@ def _probe(alias: str, problems: list[str]) -> tuple[int | None, float | None]:
     except Exception as exc:
         problems.append(f"database {alias!r} unreachable: {exc}")
         return None, None
-    from .models import Worker
+    from ..models import Worker
 
     stale_ms = int(float(mqlite_settings.WORKER_STALE_AFTER) * 1000)
     workers = (

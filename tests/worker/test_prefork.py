@@ -12,7 +12,7 @@ import pytest
 
 import django_mqlite as mq
 
-from .procs import wait_for
+from ..procs import wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from django.db import connections
 
-from .engine.maintenance import reap
+from ..engine.maintenance import reap
 
 logger = logging.getLogger("django_mqlite.reaper")
 

@@ -21,7 +21,7 @@ from django_mqlite.engine import settle
 from django_mqlite.worker import Worker, background, runner, settlement
 from django_mqlite.worker.prefetch import start_margin_s
 
-from .procs import wait_for
+from ..procs import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -12,14 +12,14 @@ from typing import Any
 
 from django.core.management.base import CommandError
 
-from .conf import mqlite_settings
-from .engine.clock import now_ms
+from ..conf import mqlite_settings
+from ..engine.clock import now_ms
 
 
 def select(spec: str, using: str) -> Any:
     """The worker rows ``spec`` names: ``self`` (this host's workers), a worker id, or
     ``HOST:PID``. Raises ``CommandError`` for anything else."""
-    from .models import Worker
+    from ..models import Worker
 
     rows = Worker.objects.using(using)
     if spec == "self":

@@ -13,7 +13,7 @@ from django.core.management.base import CommandError
 
 import django_mqlite as mq
 
-from .procs import wait_for
+from ..procs import wait_for
 
 pytestmark = pytest.mark.django_db
 

@@ -13,7 +13,7 @@ import django_mqlite as mq
 from django_mqlite.engine.dialects import dialect_for
 from django_mqlite.models import Worker
 
-from .procs import wait_for
+from ..procs import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -7,7 +7,7 @@ from django.core.management.base import CommandError
 
 import django_mqlite as mq
 
-from .cli_helpers import mqlite, mqlite_json
+from ..cli_helpers import mqlite, mqlite_json
 
 pytestmark = pytest.mark.django_db
 
@@ -80,7 +80,7 @@ def bury(q: str, n: int) -> list[int]:
 
 
 def test_redrive_all_with_progress(make_queue: object, monkeypatch: pytest.MonkeyPatch) -> None:
-    from django_mqlite import cli
+    from django_mqlite.cli import subcommands as cli
 
     monkeypatch.setattr(cli, "CHUNK", 2)
     q = mq.create_queue("dlq").name

@@ -11,8 +11,8 @@ from django.core.management.base import CommandError
 
 import django_mqlite as mq
 
-from .cli_helpers import mqlite, mqlite_json
-from .legacy_rows import store_raw
+from ..cli_helpers import mqlite, mqlite_json
+from ..legacy_rows import store_raw
 
 pytestmark = pytest.mark.django_db
 

@@ -16,7 +16,7 @@ import django_mqlite as mq
 from django_mqlite.consumers import Registry
 from django_mqlite.worker import Worker
 
-from .faults.dbfaults import break_connection
+from ..faults.dbfaults import break_connection
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

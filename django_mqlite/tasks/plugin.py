@@ -1,0 +1,40 @@
+"""How the Django Tasks integration plugs into the worker, through the registration any
+consumer uses (``consumers.register_discovery``, ``register_service`` and
+``register_declarations``): the task runner for the queues of every MQLiteBackend, the
+periodic schedules' ticker, and the declared queues with their Tasks ``keep_results``.
+
+``install()`` runs in ``AppConfig.ready()``. It imports no Tasks framework: each hook
+imports what it needs when the worker calls it, so a project without one still starts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import consumers
+from ..conf import mqlite_settings
+from .declared import declared_queues
+
+
+def register_task_queues(registry: consumers.Registry) -> None:
+    """Register the task runner for each queue a django-mqlite Tasks backend serves."""
+    try:
+        from .runner import register_task_queues as register
+    except ImportError:  # neither django.tasks nor the django-tasks backport
+        return
+    register(registry)
+
+
+def periodic_ticker(using: str | None) -> Any:
+    """The ticker of ``MQLITE["PERIODIC"]``, or None when no schedule is set."""
+    if not mqlite_settings.PERIODIC:
+        return None
+    from .periodic import ticker_loop
+
+    return ticker_loop(using=using)
+
+
+def install() -> None:
+    consumers.register_discovery(register_task_queues)
+    consumers.register_service(periodic_ticker)
+    consumers.register_declarations(declared_queues)

@@ -1,0 +1,1 @@
+"""Tests of django_mqlite.cli: manage.py mqlite SUBCOMMAND."""

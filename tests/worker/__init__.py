@@ -1,0 +1,1 @@
+"""Tests of django_mqlite.worker: the worker runtime, runworker and runreaper."""
