@@ -104,6 +104,12 @@ class Nemesis:
             else:
                 self.inject(self.rng.choice(self.kinds()))
             self.revive()
+        # Every kind at least once, however few faults a slow machine let the schedule
+        # reach (a short run on a loaded machine may otherwise miss one).
+        for kind in dict.fromkeys(self.kinds()):
+            if kind not in {e["kind"] for e in self.log}:
+                self.inject(kind)
+                self.revive()
 
     def inject(self, kind: str) -> None:
         at = time.time()
