@@ -46,6 +46,9 @@ class Received(_MessageFields):
     #: forwarded...), as the engine answered it: set by these methods and by the worker's
     #: steps (``worker.handling``), so callers that report it never re-read the row.
     outcome: Settled | None = field(default=None, repr=False, compare=False)
+    #: When a worker last checked this delivery's start margin, immediately before
+    #: calling its handler (``time.time()``, epoch seconds); None outside a worker.
+    start_checked_at: float | None = field(default=None, repr=False, compare=False)
 
     def _token(self) -> str:
         if self.lock_token is None:

@@ -183,11 +183,18 @@ class Pool:
                     if not self.pending:
                         return
                     d = self.pending.popleft()
-                    stale = not self._may_start(d)
-                    if not stale:
-                        d.started = time.monotonic()
-                        self.running.add(d)
+                    self.running.add(d)  # held (renewed) while the connection is checked
                 db_health.refresh()  # this thread's connection, once per message
+                # The start margin is checked last, immediately before the handler is
+                # called: nothing that can block (a connection probe, a reconnect, the
+                # lock) comes between the check and the start.
+                with self.lock:
+                    stale = not self._may_start(d)
+                    if stale:
+                        self.running.discard(d)
+                    else:
+                        d.started = time.monotonic()
+                        d.msg.start_checked_at = time.time()
                 if stale:
                     self._release_stale(d)
                     d = None

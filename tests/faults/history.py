@@ -9,7 +9,9 @@ Each check returns a list of violations (an empty list passes):
 - ``phantom``: a delivered message with no business row (a rolled-back send delivered);
 - ``unexplained_duplicates``: a side effect no fault explains: one that ran after its
   message had been completed by another delivery (a stale start), or twice under one
-  lease. (Other repeats are the at-least-once contract at work: a delivery whose worker
+  lease; a start after a freeze of its worker that came between the start-margin check
+  and the handler's first line is explained by that freeze. (Other repeats are the
+  at-least-once contract at work: a delivery whose worker
   was killed, frozen past its lease, failed or lost its completion to a database fault);
 - ``stale_settlements``: the lease oracle of ``tests/reliability/harness.py`` (never two
   live leases, nothing delivered after completion, exactly one completing delivery, each
@@ -59,8 +61,14 @@ def table(sql: str) -> list[tuple[Any, ...]]:
 
 
 class History:
-    def __init__(self, sends: list[dict[str, Any]], deliveries: list[dict[str, Any]]) -> None:
+    def __init__(
+        self,
+        sends: list[dict[str, Any]],
+        deliveries: list[dict[str, Any]],
+        freezes: list[dict[str, Any]] = (),  # type: ignore[assignment]
+    ) -> None:
         self.sends = sends
+        self.freezes = list(freezes)
         self.deliveries = [d for d in deliveries if d.get("event") == "start"]
         self.rows = {r[0] for r in table("SELECT ref FROM reliability_order")}
         self.effects = table("SELECT ref, token, delivery, pid FROM reliability_effect")
@@ -99,12 +107,43 @@ class History:
         for ref, ds in self.by_ref.items():
             done = self.completed_at(ref)
             for d in ds:
-                if done is not None and d["token"] not in self.completing and d["start_ms"] > done:
-                    bad.append(
-                        f"{ref}: delivery {d['delivery']} (pid {d['pid']}) started "
-                        f"{d['start_ms'] - done} ms after the message was completed"
-                    )
+                if done is None or d["token"] in self.completing or d["start_ms"] <= done:
+                    continue
+                if self.frozen_between_check_and_start(d):
+                    continue
+                bad.append(
+                    f"{ref}: delivery {d['delivery']} (pid {d['pid']}) started "
+                    f"{d['start_ms'] - done} ms after the message was completed "
+                    f"(start margin checked at {d.get('checked_ms')}, started at "
+                    f"{d['start_ms']})"
+                )
         return bad
+
+    def frozen_between_check_and_start(self, d: dict[str, Any]) -> bool:
+        """Whether the nemesis froze ``d``'s worker process after the worker checked
+        its start margin and before the handler started (the one start after a
+        completion elsewhere that the worker cannot prevent: a process frozen between
+        any check and the handler's first line)."""
+        checked = d.get("checked_ms")
+        return checked is not None and any(
+            d["pid"] in f["pids"]
+            and checked <= f["stopped_ms"]
+            and d["start_ms"] >= f["resumed_ms"]
+            for f in self.freezes
+        )
+
+    def frozen_starts(self) -> int:
+        """Starts after a completion elsewhere that a freeze between the start-margin
+        check and the start explains (reported, not failed)."""
+        return sum(
+            1
+            for ref, ds in self.by_ref.items()
+            if (done := self.completed_at(ref)) is not None
+            for d in ds
+            if d["token"] not in self.completing
+            and d["start_ms"] > done
+            and self.frozen_between_check_and_start(d)
+        )
 
     def duplicates(self) -> int:
         """Side effects beyond one per message (explained or not)."""

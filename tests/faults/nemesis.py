@@ -26,13 +26,15 @@ from django.db import DatabaseError, connection
 
 from .dbfaults import terminate_backends
 
-#: The PostgreSQL cluster the long form restarts (``pg_ctlcluster`` version and name): by
-#: default the local server, shared with every other user of this machine; point
-#: ``MQLITE_FAULTS_PG_CLUSTER`` (and ``PGPORT``) at a private cluster to leave it alone.
-PG_CLUSTER = os.environ.get("MQLITE_FAULTS_PG_CLUSTER", "15 main").split()
+#: The PostgreSQL cluster the long form restarts (``pg_ctlcluster`` version and name,
+#: ``MQLITE_FAULTS_PG_CLUSTER``, with ``PGPORT`` pointing the tests at it): a private
+#: one. Unset, the long form restarts nothing: the default server is shared with every
+#: other user of the machine.
+PG_CLUSTER = os.environ.get("MQLITE_FAULTS_PG_CLUSTER", "").split() or None
 
 
 def pg_ctl(action: str, timeout_s: float = 180) -> subprocess.CompletedProcess[bytes]:
+    assert PG_CLUSTER is not None, "MQLITE_FAULTS_PG_CLUSTER names no private cluster"
     return subprocess.run(
         ["pg_ctlcluster", "--skip-systemctl-redirect", *PG_CLUSTER, action, "-m", "fast"],
         capture_output=True,
@@ -70,6 +72,10 @@ class Nemesis:
     lock_s: float
     restarts: bool = False
     log: list[dict[str, Any]] = field(default_factory=list)
+    #: Every freeze of a worker past its leases: its pids, when they were certainly
+    #: stopped (epoch ms, read after the SIGSTOPs were sent and a database round trip
+    #: later) and when the first SIGCONT was sent (epoch ms, read before it).
+    freezes: list[dict[str, Any]] = field(default_factory=list)
     #: Seconds from each server restart's end (the server up again) until the first
     #: completion after it.
     recovery_s: list[float] = field(default_factory=list)
@@ -98,6 +104,12 @@ class Nemesis:
             else:
                 self.inject(self.rng.choice(self.kinds()))
             self.revive()
+        # Every kind at least once, however few faults a slow machine let the schedule
+        # reach (a short run on a loaded machine may otherwise miss one).
+        for kind in dict.fromkeys(self.kinds()):
+            if kind not in {e["kind"] for e in self.log}:
+                self.inject(kind)
+                self.revive()
 
     def inject(self, kind: str) -> None:
         at = time.time()
@@ -147,15 +159,21 @@ class Nemesis:
             pids = [m.proc.pid, *child_pids(m.proc.pid)]
             for pid in pids:
                 _signal(pid, signal.SIGSTOP)
-            if held_beyond_threads(pids, threads=8 if "--concurrency" in m.args else 1):
+            held = held_beyond_threads(pids, threads=8 if "--concurrency" in m.args else 1)
+            stopped_ms = _now_ms()  # after a round trip: the stops have taken effect
+            if held:
                 break
-            for pid in pids:
+            for pid in pids:  # a probe this short explains nothing: not a freeze
                 _signal(pid, signal.SIGCONT)
             time.sleep(0.05)
         else:
-            for pid in [m.proc.pid, *child_pids(m.proc.pid)]:
+            pids = [m.proc.pid, *child_pids(m.proc.pid)]
+            for pid in pids:
                 _signal(pid, signal.SIGSTOP)
+            time.sleep(0.05)
+            stopped_ms = _now_ms()
         time.sleep(self.rng.uniform(1.2, 2.0) * self.lock_s)  # past the lease
+        self.freezes.append({"pids": pids, "stopped_ms": stopped_ms, "resumed_ms": _now_ms()})
         for pid in child_pids(m.proc.pid):
             _signal(pid, signal.SIGCONT)
         m.proc.send_signal(signal.SIGCONT)
@@ -240,6 +258,10 @@ def child_pids(parent: int) -> list[int]:
         if int(fields[1]) == parent and fields[0] != "Z":
             out.append(int(stat.parent.name))
     return out
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
 
 
 def _signal(pid: int, sig: int) -> None:

@@ -96,6 +96,10 @@ def chaos(msg: mq.Received) -> None:
             "delivery": msg.delivery_count,
             "pid": os.getpid(),
             "start_ms": int(time.time() * 1000),
+            # The worker's start-margin check (the checker's SIGSTOP explanation).
+            "checked_ms": None
+            if msg.start_checked_at is None
+            else int(msg.start_checked_at * 1000),
         }
     )
     with connection.cursor() as cursor:  # a read outside any transaction, as handlers do
