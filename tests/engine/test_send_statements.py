@@ -92,7 +92,7 @@ def test_a_rolled_back_savepoint_takes_its_notify_along() -> None:
 @pytest.mark.skipif(
     "os.environ.get('MQLITE_TEST_DB') == 'pgbouncer'",
     reason="LISTEN needs a session; through a transaction-pooling PgBouncer it hears nothing "
-    "(tests/test_worker_listen.py covers that path)",
+    "(tests/worker/test_listen.py covers that path)",
 )
 def test_listeners_hear_one_notify_per_committed_transaction() -> None:
     import psycopg
