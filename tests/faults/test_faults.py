@@ -4,10 +4,12 @@ drain, a canary round and the history checker (``history.py``).
 
 Short form (CI, the default): about a minute of faults per database, PostgreSQL
 backends terminated but the server never restarted (other checkouts share it).
-Long form, by hand (restarts the local PostgreSQL server twice):
+Long form, by hand; on PostgreSQL it restarts the server twice, and only a private
+cluster named by ``MQLITE_FAULTS_PG_CLUSTER`` (without it, no restarts):
 
-    MQLITE_TEST_DB=postgres python -m pytest tests/faults --long -s
-    MQLITE_TEST_DB=sqlite   python -m pytest tests/faults --long -s
+    PGPORT=5439 MQLITE_FAULTS_PG_CLUSTER="15 faults" MQLITE_TEST_DB=postgres \
+        python -m pytest tests/faults --long -s
+    MQLITE_TEST_DB=sqlite python -m pytest tests/faults --long -s
 
 ``MQLITE_FAULTS_SEED`` picks another seed; the summary line printed at the end is what
 ``docs/reliability.md`` publishes.

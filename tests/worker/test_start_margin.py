@@ -254,3 +254,53 @@ def in_a_transaction() -> bool:
         return True
     finally:
         probe.close()
+
+
+@override_settings(MQLITE={"WORKER_STALE_AFTER": 3600})
+def test_the_margin_is_checked_after_the_connection_check(
+    clock: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The handler thread's connection check (``db_health.refresh``: a probe, perhaps a
+    reconnect) is where a thread can block, or a process be frozen, between taking a
+    delivery and starting it. Here the lease runs (nearly) out during that check: the
+    margin, checked after it, sees that and releases the delivery; it runs once, from a
+    fresh claim."""
+    from django_mqlite.worker import db_health
+
+    mq.create_queue("late", lock_duration=30)
+    mq.send("late", 1)
+    runs: list[tuple[int, float]] = []
+
+    def handle(msg: mq.Received) -> None:
+        assert msg.locked_until is not None
+        runs.append((msg.delivery_count, (msg.locked_until - clock.now()).total_seconds()))
+
+    paused = threading.Event()
+    renew = settlement.renew_due
+    monkeypatch.setattr(
+        settlement, "renew_due", lambda *a, **k: None if paused.is_set() else renew(*a, **k)
+    )
+    real_refresh = db_health.refresh
+    blocked = []
+
+    def refresh() -> int:
+        if threading.current_thread().name.startswith("mqlite-handler") and not blocked:
+            blocked.append(1)
+            paused.set()
+            clock.advance(28)  # 2 s of the 30 s lease left: under the 3 s margin
+            paused.clear()
+        return real_refresh()
+
+    monkeypatch.setattr(db_health, "refresh", refresh)
+    registry = Registry()
+    registry.register("late", handle)
+    worker = Worker(["late"], burst=True, reaper=False, install_signals=False, registry=registry)
+    thread = threading.Thread(target=worker.run)
+    thread.start()
+    try:
+        wait_for(lambda: len(runs) == 1, what="the message run")
+    finally:
+        thread.join(30)
+    assert worker.pool.stale_skipped == 1
+    assert runs[0][0] == 1 and runs[0][1] >= start_margin_s(30), runs  # attempt given back
+    assert mq.stats("late").totals["completed"] == 1
