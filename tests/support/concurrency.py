@@ -47,13 +47,16 @@ class Oracle:
             self.completed.add(seq)
 
 
-def run_threads(n: int, target: Callable[[int], None]) -> None:
-    errors: list[BaseException] = []
+def start_threads(
+    n: int, target: Callable[[int], None], errors: list[BaseException]
+) -> list[threading.Thread]:
+    """Start ``target(i)`` on ``n`` threads, each closing its connections at the end;
+    what a thread raises goes to ``errors``, for the test to surface."""
 
     def wrapped(i: int) -> None:
         try:
             target(i)
-        except BaseException as exc:  # surfaced below
+        except BaseException as exc:  # surfaced by the caller
             errors.append(exc)
         finally:
             connections.close_all()
@@ -61,7 +64,13 @@ def run_threads(n: int, target: Callable[[int], None]) -> None:
     threads = [threading.Thread(target=wrapped, args=(i,)) for i in range(n)]
     for t in threads:
         t.start()
-    for t in threads:
+    return threads
+
+
+def run_threads(n: int, target: Callable[[int], None]) -> None:
+    """``start_threads``, wait for them, and fail with what any of them raised."""
+    errors: list[BaseException] = []
+    for t in start_threads(n, target, errors):
         t.join(120)
     assert not errors, errors
 
