@@ -300,6 +300,27 @@ class QueueHistory(models.Model):
         return f"{self.queue_id}@{self.minute}"
 
 
+def stale_before_ms(now: int | None = None) -> int:
+    """The worker-liveness rule, in one place: a worker is alive while its row says it
+    has not stopped and its last heartbeat is newer than ``WORKER_STALE_AFTER`` ago, this
+    boundary (epoch ms; the engine's stale-worker reclaim uses the same one, in SQL)."""
+    from .conf import mqlite_settings
+    from .engine.clock import now_ms
+
+    stale_ms = int(float(mqlite_settings.WORKER_STALE_AFTER) * 1000)
+    return (now_ms() if now is None else now) - stale_ms
+
+
+class WorkerQuerySet(models.QuerySet["Worker"]):
+    def alive(self, now: int | None = None) -> WorkerQuerySet:
+        """Workers not stopped whose heartbeat is newer than the stale boundary."""
+        return self.filter(stopped_at=None, last_seen__gt=stale_before_ms(now))
+
+    def stale(self, now: int | None = None) -> WorkerQuerySet:
+        """Workers not stopped that have been silent past the stale boundary."""
+        return self.filter(stopped_at=None, last_seen__lte=stale_before_ms(now))
+
+
 class Worker(models.Model):
     host = models.CharField(max_length=255)
     pid = models.IntegerField()
@@ -316,12 +337,18 @@ class Worker(models.Model):
     #: Database clock minus this worker's host clock, ms, measured with each heartbeat.
     clock_skew_ms = models.IntegerField(null=True, blank=True)
 
+    objects = WorkerQuerySet.as_manager()
+
     class Meta:
         db_table = "mqlite_worker"
         indexes = [models.Index(fields=["last_seen"], name="mqlite_worker_seen")]
 
     def __str__(self) -> str:
         return f"{self.host}:{self.pid}"
+
+    def is_alive(self, now: int | None = None) -> bool:
+        """``Worker.objects.alive()``'s rule, for a row already read."""
+        return self.stopped_at is None and self.last_seen > stale_before_ms(now)
 
 
 class PeriodicSchedule(models.Model):

@@ -9,6 +9,7 @@ import pytest
 from django.db import connection
 
 import django_mqlite as mq
+from tests.support.features import needs_notify  # noqa: F401  (a fixture for every test)
 
 _names = itertools.count(1)
 

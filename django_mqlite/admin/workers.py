@@ -7,17 +7,16 @@ exit. Workers not seen for ``RECENT_S`` are left off the page.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django.contrib import admin
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from ..conf import mqlite_settings
 from ..engine.clock import now_ms
-from ..models import Worker
+from ..models import Worker, WorkerQuerySet
 from . import format
 from .base import ReadOnlyAdmin
 from .databases import OnQueueDatabase
@@ -26,14 +25,10 @@ from .databases import OnQueueDatabase
 RECENT_S = 24 * 3600
 
 
-def _stale_before() -> int:
-    return now_ms() - int(float(mqlite_settings.WORKER_STALE_AFTER) * 1000)
-
-
 def status(worker: Worker) -> str:
     if worker.stopped_at is not None:
         return "stopped"
-    return "stale" if worker.last_seen < _stale_before() else "live"
+    return "live" if worker.is_alive() else "stale"
 
 
 class StatusFilter(admin.SimpleListFilter):
@@ -44,11 +39,11 @@ class StatusFilter(admin.SimpleListFilter):
         return [("live", "live"), ("stale", "stale"), ("stopped", "stopped")]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
-        running = Q(stopped_at__isnull=True)
+        workers = cast(WorkerQuerySet, queryset)
         if self.value() == "live":
-            return queryset.filter(running, last_seen__gte=_stale_before())
+            return workers.alive()
         if self.value() == "stale":
-            return queryset.filter(running, last_seen__lt=_stale_before())
+            return workers.stale()
         if self.value() == "stopped":
             return queryset.filter(stopped_at__isnull=False)
         return queryset

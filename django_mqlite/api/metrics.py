@@ -157,11 +157,10 @@ class QueueCollector(Collector):
             "Database clock minus the worker host's clock.",
             labels=labels,
         )
-        stale_ms = float(mqlite_settings.WORKER_STALE_AFTER) * 1000
         rows: Any = Worker.objects.using(self.using).filter(stopped_at=None).order_by("pk")
         for w in rows:
             key = [str(w.pk), w.host, str(w.pid)]
-            alive.add_metric(key, 1.0 if w.last_seen > now - stale_ms else 0.0)
+            alive.add_metric(key, 1.0 if w.is_alive(now) else 0.0)
             busy.add_metric(key, w.in_flight)
             claimed.add_metric(key, w.claimed)
             failed.add_metric(key, w.failed)

@@ -37,7 +37,7 @@ def report(spec: str, using: str) -> tuple[dict[str, Any], list[str]]:
     stale_ms = int(float(mqlite_settings.WORKER_STALE_AFTER) * 1000)
     now = now_ms()
     rows = list(select(spec, using).order_by("-started_at")[:16])
-    alive = [w for w in rows if w.stopped_at is None and w.last_seen > now - stale_ms]
+    alive = [w for w in rows if w.is_alive(now)]
     info = {
         "worker": spec,
         "alive": len(alive),

@@ -23,7 +23,6 @@ import django_mqlite as mq
 
 from ..conf import mqlite_settings
 from ..engine import core
-from ..engine.clock import now_ms
 from ..engine.redrive import PURGEABLE
 from . import control as cli_control
 
@@ -353,12 +352,7 @@ def _probe(alias: str, problems: list[str]) -> tuple[int | None, float | None]:
         return None, None
     from ..models import Worker
 
-    stale_ms = int(float(mqlite_settings.WORKER_STALE_AFTER) * 1000)
-    workers = (
-        Worker.objects.using(alias)
-        .filter(stopped_at=None, last_seen__gt=now_ms() - stale_ms)
-        .count()
-    )
+    workers = Worker.objects.using(alias).alive().count()
     ages = [
         s.oldest_active_age
         for s in mq.stats(using=alias).values()

@@ -8,75 +8,13 @@ import random
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import pytest
-from django.db import OperationalError, connections
 
 import django_mqlite as mq
+from tests.support.concurrency import Oracle, retrying, run_threads
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
-
-
-@dataclass
-class Oracle:
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    leases: dict[int, tuple[str, float]] = field(default_factory=dict)  # seq -> (token, until)
-    completed: set[int] = field(default_factory=set)
-    violations: list[str] = field(default_factory=list)
-    deliveries: int = 0
-
-    def claimed(self, m: mq.Received) -> None:
-        now = time.time()
-        with self.lock:
-            self.deliveries += 1
-            if m.seq in self.completed:
-                self.violations.append(f"{m.seq} delivered after completion")
-            held = self.leases.get(m.seq)
-            if held is not None and held[1] > now:
-                self.violations.append(f"{m.seq} held by two live leases")
-            assert m.locked_until is not None and m.lock_token is not None
-            self.leases[m.seq] = (m.lock_token, m.locked_until.timestamp())
-
-    def released(self, seq: int) -> None:
-        with self.lock:
-            self.leases.pop(seq, None)
-
-    def done(self, seq: int) -> None:
-        with self.lock:
-            if seq in self.completed:
-                self.violations.append(f"{seq} completed twice")
-            self.completed.add(seq)
-
-
-def run_threads(n: int, target: Callable[[int], None]) -> None:
-    errors: list[BaseException] = []
-
-    def wrapped(i: int) -> None:
-        try:
-            target(i)
-        except BaseException as exc:  # surfaced below
-            errors.append(exc)
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=wrapped, args=(i,)) for i in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
-    assert not errors, errors
-
-
-def retrying(fn: Callable[[], object]) -> object:
-    """SQLite may still report a busy database under heavy contention; try again."""
-    for attempt in range(50):
-        try:
-            return fn()
-        except OperationalError:
-            time.sleep(0.01 * (attempt + 1))
-    return fn()
 
 
 def test_four_threads_drain_without_double_delivery_or_loss() -> None:

@@ -8,44 +8,19 @@ import datetime as dt
 import random
 import threading
 import time
-from collections.abc import Callable
-from typing import Any
 
 import pytest
-from django.db import OperationalError, connection, connections
+from django.db import connection
 
 import django_mqlite as mq
 from django_mqlite.engine import history
+from tests.support.concurrency import retrying
+from tests.support.concurrency import start_threads as start
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 T0 = dt.datetime(2026, 3, 2, 12, 0, tzinfo=dt.UTC)
 MINUTES = 4
-
-
-def retrying(fn: Callable[[], Any]) -> Any:
-    """SQLite may still report a busy database under heavy contention; try again."""
-    for attempt in range(50):
-        try:
-            return fn()
-        except OperationalError:
-            time.sleep(0.01 * (attempt + 1))
-    return fn()
-
-
-def start(n: int, target: Callable[[int], None], errors: list[BaseException]) -> list[Any]:
-    def wrapped(i: int) -> None:
-        try:
-            target(i)
-        except BaseException as exc:  # surfaced by the test
-            errors.append(exc)
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=wrapped, args=(i,)) for i in range(n)]
-    for t in threads:
-        t.start()
-    return threads
 
 
 def test_racing_samplers_write_one_row_per_queue_and_minute() -> None:

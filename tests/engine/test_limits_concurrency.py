@@ -17,8 +17,8 @@ import pytest
 from django.db import connections
 
 import django_mqlite as mq
-from tests.engine.test_concurrency import retrying, run_threads
 from tests.procs import ROOT, Workers
+from tests.support.concurrency import retrying, run_threads
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 

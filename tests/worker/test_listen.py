@@ -10,19 +10,13 @@ from typing import Any
 import pytest
 
 from django_mqlite.engine import listen as engine_listen
-from django_mqlite.engine.dialects import dialect_for
 from django_mqlite.worker import background
-
-pytestmark = pytest.mark.django_db(transaction=True)
 
 BEHIND_PGBOUNCER = os.environ.get("MQLITE_TEST_DB") == "pgbouncer"
 DIRECT = {"PORT": os.environ.get("PGPORT", "5432")}
 
 
-@pytest.fixture(autouse=True)
-def needs_notify() -> None:
-    if not dialect_for("default").has_listen_notify:
-        pytest.skip("the database has no LISTEN/NOTIFY")
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("needs_notify")]
 
 
 def listen(settings: Any, monkeypatch: Any, listen_setting: dict[str, Any]) -> bool:

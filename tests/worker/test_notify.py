@@ -10,18 +10,11 @@ import pytest
 from django.db import transaction
 
 import django_mqlite as mq
-from django_mqlite.engine.dialects import dialect_for
 from django_mqlite.models import Worker
 
 from ..procs import wait_for
 
-pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture(autouse=True)
-def needs_notify() -> None:
-    if not dialect_for("default").has_listen_notify:
-        pytest.skip("the database has no LISTEN/NOTIFY")
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("needs_notify")]
 
 
 # The worker's fallback poll, in these tests: far slower than any wait below, so a
