@@ -111,8 +111,11 @@ def subscribe(
     checked = filters.validate(filter)
     alias = alias_of(using, topic)
     core.check_queue_name(queue)
-    declared = core.declared_database(queue)
-    if declared is not None and declared != alias:
+    # A queue MQLITE["QUEUES"] declares lives on its declared database (by default
+    # MQLITE["DATABASE"]); one made at run time must exist on the topic's database.
+    is_declared = queue in (mqlite_settings.QUEUES or {})
+    declared = core.declared_database(queue) or mqlite_settings.DATABASE
+    if is_declared and declared != alias:
         raise CrossDatabaseError(
             f"queue {queue!r} lives on database {declared!r}, "
             f"topic {topic!r} on {alias!r}: a publish cannot reach it"
