@@ -25,9 +25,10 @@ change. Topics live on one database (``using``, the one ``MQLITE["TOPICS"]`` nam
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import nullcontext
 from typing import Any
 
-from django.db import transaction
+from django.db import connections, transaction
 from django.db.backends.utils import CursorWrapper
 
 from ..conf import mqlite_settings
@@ -197,7 +198,11 @@ def publish(
     now = now_ms()
     row = admit(msg, now)
     cursor, dialect = core.ctx(alias)
-    with transaction.atomic(using=alias):
+    # Reads and one write statement need no savepoint inside the caller's transaction
+    # (a statement is atomic on its own, as the one-statement send); outside one, the
+    # lock must last until the copies are written, so the publish opens a transaction.
+    outer = nullcontext() if connections[alias].in_atomic_block else transaction.atomic(alias)
+    with outer:
         topic_id = _lock_topic(cursor, dialect, topic, exclusive=False)
         cursor.execute(f"{_SUBSCRIPTIONS} WHERE s.topic_id = %s ORDER BY s.id", [topic_id])
         fast: list[tuple[int, Any]] = []
@@ -214,10 +219,15 @@ def publish(
                 fast.append((sub_id, stored))
             else:
                 general[sub_id] = (queue, stored)
-        reached = _publish_fast(cursor, dialect, alias, topic_id, row, now, fast, names)
-        for sub_id in _matching(cursor, dialect, row, list(general.items())):
-            send._send(general[sub_id][0], [msg], using=alias, single=True, now=now)
-            reached += 1
+        groups = _where(dialect, fast)
+        # More than one write: all of them or none (a savepoint), for a caller that
+        # catches the error and carries on.
+        writes = transaction.atomic(alias) if general or len(groups) > 1 else nullcontext()
+        with writes:
+            reached = _publish_fast(cursor, dialect, alias, topic_id, row, now, groups, names)
+            for sub_id in _matching(cursor, dialect, row, list(general.items())):
+                send._send(general[sub_id][0], [msg], using=alias, single=True, now=now)
+                reached += 1
         return reached
 
 
@@ -290,13 +300,14 @@ def _publish_fast(
     topic_id: int,
     row: Row,
     now: int,
-    subs: list[tuple[int, Any]],
+    groups: list[tuple[str, list[Any]]],
     names: dict[int, str],
 ) -> int:
-    """The one statement: a copy for each of ``subs`` whose filter matches (more only
-    when the filters need more than ``MAX_PARAMS`` parameters)."""
+    """The one statement: a copy for each subscription whose filter matches, the
+    conditions in ``groups`` (more than one only when the filters need more than
+    ``MAX_PARAMS`` parameters)."""
     reached: list[str] = []
-    for where, where_params in _where(dialect, subs):
+    for where, where_params in groups:
         reached += _insert_copies(cursor, dialect, topic_id, row, now, where, where_params, names)
     for name in reached:
         if not send_one.wake_pending(alias, name):
