@@ -8,7 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from ... import cli, cli_control, top
+from ... import cli, cli_control, cli_topics, top
 from ...engine.types import State
 from ...exceptions import MQLiteError
 
@@ -16,7 +16,8 @@ from ...exceptions import MQLiteError
 class Command(BaseCommand):
     help = (
         "Operate the queues: queues, create-queue, pause, resume, inspect, stats, top, peek, "
-        "send, redrive, purge, health."
+        "send, redrive, purge, health; topics, create-topic, delete-topic, subscribe, "
+        "unsubscribe, publish."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -90,6 +91,8 @@ class Command(BaseCommand):
         p.add_argument("--older-than", type=float, help="only those older than S seconds")
         p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
         p.add_argument("--noinput", "--no-input", dest="interactive", action="store_false")
+
+        cli_topics.add_parsers(add)
 
         p = add("health", "probe: exit 1 unless the database answers and workers are alive")
         p.add_argument(
