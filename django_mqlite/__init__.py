@@ -37,6 +37,15 @@ from .engine.settle import (
     renew,
     renew_batch,
 )
+from .engine.topics import (
+    create_topic,
+    delete_topic,
+    get_topic,
+    list_topics,
+    publish,
+    subscribe,
+    unsubscribe,
+)
 from .engine.types import (
     Completion,
     Mode,
@@ -46,8 +55,11 @@ from .engine.types import (
     Queue,
     QueueStats,
     State,
+    Subscription,
+    Topic,
 )
 from .exceptions import (
+    CrossDatabaseError,
     DedupConflictError,
     GroupRequiredError,
     InvalidArgumentError,
@@ -58,10 +70,13 @@ from .exceptions import (
     QueueNotEmptyError,
     QueueNotFoundError,
     Reject,
+    TopicExistsError,
+    TopicNotFoundError,
 )
 
 __all__ = [
     "Completion",
+    "CrossDatabaseError",
     "DedupConflictError",
     "GroupRequiredError",
     "InvalidArgumentError",
@@ -80,6 +95,10 @@ __all__ = [
     "Received",
     "Reject",
     "State",
+    "Subscription",
+    "Topic",
+    "TopicExistsError",
+    "TopicNotFoundError",
     "abandon",
     "admission",
     "apeek",
@@ -93,16 +112,21 @@ __all__ = [
     "complete_batch",
     "consumer",
     "create_queue",
+    "create_topic",
     "database_of",
     "defer",
     "delete_queue",
+    "delete_topic",
     "get_queue",
+    "get_topic",
     "history",
     "list_queues",
+    "list_topics",
     "once",
     "pause_queue",
     "peek",
     "prune_once",
+    "publish",
     "purge",
     "reap",
     "receive",
@@ -116,5 +140,7 @@ __all__ = [
     "send",
     "send_batch",
     "stats",
+    "subscribe",
+    "unsubscribe",
     "update_queue",
 ]

@@ -18,6 +18,7 @@ class MQLiteConfig(AppConfig):
         plugin.install()  # the Tasks queues and the periodic ticker, into the worker
 
         post_migrate.connect(_sync_declared_queues, sender=self)
+        post_migrate.connect(_sync_declared_topics, sender=self)
 
 
 def _sync_declared_queues(using: str, **kwargs: Any) -> None:
@@ -30,3 +31,14 @@ def _sync_declared_queues(using: str, **kwargs: Any) -> None:
     if not mqlite_settings.QUEUES:
         return
     sync_declared(declared_queues(), using=using)
+
+
+def _sync_declared_topics(using: str, **kwargs: Any) -> None:
+    """After ``migrate`` on a database (and its queues), create the topics
+    ``MQLITE["TOPICS"]`` declares there, with their declared subscriptions."""
+    from .conf import mqlite_settings
+    from .engine.topics import sync_declared
+
+    if not mqlite_settings.TOPICS:
+        return
+    sync_declared(mqlite_settings.TOPICS, using=using)

@@ -16,6 +16,8 @@ DEFAULTS: dict[str, Any] = {
     "DATABASE": "default",
     # Queues created/updated by migrate and at worker start: {name: {option: value}}.
     "QUEUES": {},
+    # Topics created by migrate: {name: {"subscriptions": {queue: filter or None}}}.
+    "TOPICS": {},
     # Seconds a settlement receipt / receive attempt can replay.
     "RECEIPT_TTL": 1800,
     # Largest accepted body, in bytes.

@@ -64,6 +64,23 @@ class QueueNotEmptyError(InvalidArgumentError):
     """The queue still holds live messages; pass force=True to delete it anyway."""
 
 
+class TopicNotFoundError(MQLiteError):
+    """The topic does not exist."""
+
+    code = "not_found"
+
+
+class TopicExistsError(MQLiteError):
+    """A topic of this name exists already."""
+
+    code = "already_exists"
+
+
+class CrossDatabaseError(InvalidArgumentError):
+    """The queue lives on another database than the topic: a publish is one statement
+    in one database's transaction, so it cannot reach it."""
+
+
 class Reject(Exception):  # noqa: N818 - the name reads as a verb in handlers: raise mq.Reject(...)
     """Raised by a consumer to dead-letter the message at once, without retries."""
 

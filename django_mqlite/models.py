@@ -385,3 +385,39 @@ class SQSQueue(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class Topic(models.Model):
+    """A name that publishes fan out from (``mq.publish``): each subscription's queue
+    gets its own copy of every message its filter matches."""
+
+    name = models.CharField(max_length=80, unique=True)
+    created_at = models.BigIntegerField()
+
+    class Meta:
+        db_table = "mqlite_topic"
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Subscription(models.Model):
+    """A queue's subscription to a topic. ``filter`` is the predicate as given (NULL:
+    every message), validated by the engine when the subscription was made; the engine
+    compiles it to SQL per database when it publishes (``engine/filters.py``)."""
+
+    topic = models.ForeignKey(Topic, on_delete=models.CASCADE, related_name="subscriptions")
+    queue = models.ForeignKey(Queue, on_delete=models.CASCADE, related_name="+")
+    filter = models.JSONField(null=True, blank=True)
+    created_at = models.BigIntegerField()
+
+    class Meta:
+        db_table = "mqlite_subscription"
+        constraints = [
+            models.UniqueConstraint(fields=["topic", "queue"], name="mqlite_sub_unique"),
+        ]
+        indexes = [models.Index(fields=["queue"], name="mqlite_sub_queue")]
+
+    def __str__(self) -> str:
+        return f"{self.topic_id} -> {self.queue_id}"

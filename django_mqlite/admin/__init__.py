@@ -1,4 +1,4 @@
-"""The django-mqlite admin: Queues, Messages, Dead letters and Workers pages.
+"""The django-mqlite admin: Queues, Messages, Dead letters, Workers and Topics pages.
 
 Imported by ``django.contrib.admin``'s autodiscovery; each module registers its admin
 with the default site. See docs/admin.md.
@@ -9,17 +9,20 @@ nothing imports it but the admin's autodiscovery.
 
 from __future__ import annotations
 
-from . import messages, queues, workers
+from . import messages, queues, topics, workers
 from .messages import DeadLetterAdmin, MessageAdmin
 from .queues import QueueAdmin
+from .topics import TopicAdmin
 from .workers import WorkerAdmin
 
 __all__ = [
     "DeadLetterAdmin",
     "MessageAdmin",
     "QueueAdmin",
+    "TopicAdmin",
     "WorkerAdmin",
     "messages",
     "queues",
+    "topics",
     "workers",
 ]

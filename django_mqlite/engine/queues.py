@@ -242,7 +242,9 @@ def delete_queue(name: str, *, force: bool = False, using: str | None = None) ->
                 f"queue {name!r} still holds messages (live, dead-lettered or kept "
                 "results); pass force=True to delete it"
             )
-        for table in ("mqlite_message", "mqlite_attempt", "mqlite_dedup", "mqlite_totals"):
+        tables = ("mqlite_message", "mqlite_attempt", "mqlite_dedup", "mqlite_totals")
+        # Its subscriptions go with it: a queue of the same name made later is not subscribed.
+        for table in (*tables, "mqlite_subscription"):
             cursor.execute(f"DELETE FROM {table} WHERE queue_id = %s", [q.id])
         cursor.execute("DELETE FROM mqlite_history WHERE queue_id = %s", [q.id])
         cursor.execute("DELETE FROM mqlite_queue WHERE id = %s", [q.id])

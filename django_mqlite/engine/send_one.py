@@ -122,6 +122,14 @@ _TOTALS = (
 )
 
 
+def grouped_totals_sql(dialect: Dialect, src: str) -> str:
+    """An upsert adding to each queue's ``enqueued`` total the rows of ``src`` (a CTE
+    of inserted messages with a ``queue_id`` column) that are its, in a writable CTE."""
+    totals = _TOTALS.format(shard=dialect.totals_shard_sql(), count="count(*)", src=src)
+    # An aggregate with no GROUP BY yields one row even for no insert: skip it then.
+    return totals.replace(f" FROM {src} ", f" FROM {src} GROUP BY queue_id ")
+
+
 # -- name: send_one (PostgreSQL) ---------------------------------------------------------
 # The PostgreSQL statements, built once: "notify", "plain" and "deferred" (below).
 _postgres: dict[str, str] = {}
@@ -143,9 +151,7 @@ def _build_postgres_sql(dialect: Dialect, notify: bool) -> str:
         "CAST(%s AS varchar), CAST(%s AS varchar), CAST(%s AS varchar), "
         "NULL, NULL, NULL, 0, 0 FROM q"
     )
-    totals = _TOTALS.format(shard=dialect.totals_shard_sql(), count="count(*)", src="m")
-    # An aggregate with no GROUP BY yields one row even for no insert: skip it then.
-    totals = totals.replace(" FROM m ", " FROM m GROUP BY queue_id ")
+    totals = grouped_totals_sql(dialect, "m")
     tail = ", pg_notify('mqlite', %s)" if notify else ""
     return (
         f"WITH q AS ({_QUEUE}), "

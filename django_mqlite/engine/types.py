@@ -204,3 +204,22 @@ class Settled:
     def ok(self) -> bool:
         """The settlement holds (it happened now, or it is an exact replay)."""
         return self.outcome is not Outcome.STALE
+
+
+@dataclass(frozen=True)
+class Subscription:
+    """A queue's subscription to a topic: the filter as given (None: every message)."""
+
+    topic: str
+    queue: str
+    filter: dict[str, Any] | None
+    created_at: dt.datetime
+
+
+@dataclass(frozen=True)
+class Topic:
+    """A topic and its subscriptions (in the order they were made)."""
+
+    name: str
+    created_at: dt.datetime
+    subscriptions: list[Subscription]

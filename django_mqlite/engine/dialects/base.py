@@ -25,6 +25,8 @@ class Dialect:
     #: Later sends to a queue in a transaction leave their count to a deferred trigger
     #: (PostgreSQL, migration 0008; ``send_one.Counted``).
     defers_counts = False
+    #: A statement may write in a CTE (``WITH m AS (INSERT ... RETURNING ...) ...``).
+    writable_cte = False
 
     def new_token_sql(self) -> str:
         """An expression producing a fresh random 128-bit token as 32 hex characters."""
@@ -44,6 +46,12 @@ class Dialect:
     def key_hint(self) -> str:
         """Placed after ``UPDATE mqlite_message``: keeps a statement that names its row
         by primary key on the key, where a join would draw the planner to an index."""
+        return ""
+
+    def row_lock_sql(self, *, exclusive: bool) -> str:
+        """Appended to a SELECT of one row that writers of what hangs off it must wait
+        for: a publish takes it shared, changing a topic's subscriptions exclusive
+        (nothing where writes are serialized anyway)."""
         return ""
 
     def lock_suffix(self) -> str:
@@ -92,3 +100,28 @@ class Dialect:
     def notify_sql(self) -> str | None:
         """A statement that wakes listeners of a queue on commit (one %s: queue name)."""
         return None
+
+    # -- topic filters (engine/filters.py): conditions on a JSON object of properties.
+    # Each returns (SQL, parameters) for a condition on property ``key`` of the JSON
+    # column ``doc``; the SQL is NULL or false when the property is missing or of another
+    # type (the caller makes NULL false).
+
+    def json_exists_sql(self, doc: str, key: str) -> tuple[str, list[Any]]:
+        raise NotImplementedError
+
+    def json_equals_sql(self, doc: str, key: str, value: Any) -> tuple[str, list[Any]]:
+        """The property equals ``value`` (a str, a finite number, a bool or None), with
+        JSON types kept apart (``"1"`` is not ``1``; ``1`` equals ``1.0``)."""
+        raise NotImplementedError
+
+    def json_compare_sql(self, doc: str, key: str, op: str, number: float) -> tuple[str, list[Any]]:
+        """The property is a number and ``<property> op number`` (op: <, <=, >, >=)."""
+        raise NotImplementedError
+
+    def json_prefix_sql(self, doc: str, key: str, prefix: str) -> tuple[str, list[Any]]:
+        """The property is a string starting with ``prefix``."""
+        raise NotImplementedError
+
+    def text_prefix_sql(self, column: str, prefix: str) -> tuple[str, list[Any]]:
+        """The text ``column`` starts with ``prefix`` (characters, no pattern syntax)."""
+        return f"substr({column}, 1, %s) = %s", [len(prefix), prefix]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from .base import Dialect
 
 
@@ -11,6 +14,11 @@ class PostgreSQLDialect(Dialect):
     has_listen_notify = True
     concurrent_writers = True
     defers_counts = True
+    writable_cte = True
+
+    def row_lock_sql(self, *, exclusive: bool) -> str:
+        # KEY SHARE: publishers do not block each other; FOR UPDATE waits for them.
+        return "FOR UPDATE" if exclusive else "FOR KEY SHARE"
 
     def new_token_sql(self) -> str:
         return "replace(gen_random_uuid()::text, '-', '')"
@@ -47,3 +55,28 @@ class PostgreSQLDialect(Dialect):
 
     def notify_sql(self) -> str:
         return "SELECT pg_notify('mqlite', %s)"
+
+    # jsonb: ``->`` is NULL for a missing key; jsonb equality compares type and value.
+    # Casts sit under CASE on the type, since AND does not fix an evaluation order.
+    def json_exists_sql(self, doc: str, key: str) -> tuple[str, list[Any]]:
+        return f"jsonb_exists({doc}, %s)", [key]
+
+    def json_equals_sql(self, doc: str, key: str, value: Any) -> tuple[str, list[Any]]:
+        return f"({doc} -> %s) = CAST(%s AS jsonb)", [key, json.dumps(value)]
+
+    def json_compare_sql(self, doc: str, key: str, op: str, number: float) -> tuple[str, list[Any]]:
+        return (
+            f"(CASE WHEN jsonb_typeof({doc} -> %s) = 'number' "
+            f"THEN CAST({doc} ->> %s AS numeric) END) {op} CAST(%s AS numeric)",
+            [key, key, number],
+        )
+
+    def json_prefix_sql(self, doc: str, key: str, prefix: str) -> tuple[str, list[Any]]:
+        return (
+            f"(CASE WHEN jsonb_typeof({doc} -> %s) = 'string' THEN left({doc} ->> %s, %s) END)"
+            " = %s",
+            [key, key, len(prefix), prefix],
+        )
+
+    def text_prefix_sql(self, column: str, prefix: str) -> tuple[str, list[Any]]:
+        return f"left({column}, %s) = %s", [len(prefix), prefix]

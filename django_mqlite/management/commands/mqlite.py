@@ -11,6 +11,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from ...cli import control as cli_control
 from ...cli import subcommands as cli
 from ...cli import top
+from ...cli import topics as cli_topics
 from ...engine.types import State
 from ...exceptions import MQLiteError
 
@@ -18,7 +19,8 @@ from ...exceptions import MQLiteError
 class Command(BaseCommand):
     help = (
         "Operate the queues: queues, create-queue, pause, resume, inspect, stats, top, peek, "
-        "send, redrive, purge, health."
+        "send, redrive, purge, health; topics, create-topic, delete-topic, subscribe, "
+        "unsubscribe, publish."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -92,6 +94,8 @@ class Command(BaseCommand):
         p.add_argument("--older-than", type=float, help="only those older than S seconds")
         p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
         p.add_argument("--noinput", "--no-input", dest="interactive", action="store_false")
+
+        cli_topics.add_parsers(add)
 
         p = add("health", "probe: exit 1 unless the database answers and workers are alive")
         p.add_argument(

@@ -1,0 +1,82 @@
+"""Never half a fan-out: publishers on real threads while another thread swaps which
+queue is subscribed (unsubscribe one, subscribe the other, in one transaction), so that
+exactly one queue is subscribed at every moment. Every publish must reach exactly one
+queue, and the copies in the queues must be exactly what the publishes reported."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+
+import pytest
+from django.db import OperationalError, connections, transaction
+
+import django_mqlite as mq
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+
+PUBLISHERS = 3
+PUBLISHES = 60
+
+
+def retrying(fn):  # type: ignore[no-untyped-def]
+    """SQLite may report a busy database under contention; try again."""
+    for attempt in range(100):
+        try:
+            return fn()
+        except OperationalError:
+            time.sleep(0.005 * (attempt + 1))
+    return fn()
+
+
+def test_a_subscription_change_is_never_half_seen_by_a_publish() -> None:
+    mq.create_topic("t")
+    mq.create_queue("a")
+    mq.create_queue("b")
+    mq.subscribe("t", "a")
+    errors: list[BaseException] = []
+    reached: dict[str, int] = {}
+    done = threading.Event()
+
+    def swapper() -> None:
+        current, other = "a", "b"
+        try:
+            while not done.is_set():
+
+                def swap(current: str = current, other: str = other) -> None:
+                    with transaction.atomic():
+                        mq.unsubscribe("t", current)
+                        time.sleep(0.001)  # widen the window a publish could fall into
+                        mq.subscribe("t", other)
+
+                retrying(swap)
+                current, other = other, current
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    def publisher(i: int) -> None:
+        try:
+            for n in range(PUBLISHES):
+                body = f"{i}-{n}"
+                reached[body] = retrying(lambda body=body: mq.publish("t", body))
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=publisher, args=(i,)) for i in range(PUBLISHERS)]
+    swap_thread = threading.Thread(target=swapper)
+    swap_thread.start()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(300)
+    done.set()
+    swap_thread.join(60)
+    assert not errors, errors
+    assert Counter(reached.values()) == {1: PUBLISHERS * PUBLISHES}
+    copies = Counter(m.text() for q in ("a", "b") for m in mq.peek(q, limit=1000))
+    assert copies == dict.fromkeys(reached, 1)
