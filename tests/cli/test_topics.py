@@ -7,7 +7,7 @@ from django.core.management.base import CommandError
 
 import django_mqlite as mq
 
-from .cli_helpers import mqlite, mqlite_json
+from ..cli_helpers import mqlite, mqlite_json
 
 pytestmark = pytest.mark.django_db
 
