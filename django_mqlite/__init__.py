@@ -18,7 +18,7 @@ from .engine.inspect import peek, stats
 from .engine.maintenance import reap
 from .engine.queues import create_queue, delete_queue, get_queue, list_queues, update_queue
 from .engine.received import Received
-from .engine.redrive import purge, redrive
+from .engine.redrive import purge, purge_everything, redrive
 from .engine.send import cancel_scheduled, send, send_batch
 from .engine.settle import (
     abandon,
@@ -98,6 +98,7 @@ __all__ = [
     "peek",
     "prune_once",
     "purge",
+    "purge_everything",
     "reap",
     "receive",
     "receive_deferred",

@@ -113,3 +113,15 @@ def test_a_long_poll_receives_an_expired_lease_on_time(q: str) -> None:
     assert [g.seq for g in got] == [m.seq]
     print(f"\nexpired lease received again {late * 1000:.0f} ms after expiry ({connection.vendor})")
     assert late < 2.0
+
+
+def test_purge_everything_takes_in_flight_messages_and_fences_their_holder(q: str) -> None:
+    """``mq.purge`` never takes a locked message; ``purge_everything`` (SQS's PurgeQueue)
+    takes every state, and the holder's settlement then finds its lease lost."""
+    mq.send_batch(q, [mq.OutMessage(b"a", group_id="g"), mq.OutMessage(b"b", group_id="g")])
+    (held,) = mq.receive(q)
+    assert mq.purge_everything(q) == 2
+    assert mq.peek(q) == []
+    with pytest.raises(mq.LockLostError):
+        held.complete()
+    assert mq.stats(q).totals["purged"] == 2

@@ -168,3 +168,18 @@ def test_empty_batches_say_what_they_lack(sqs: Any, queue_url: str) -> None:
         got = error(sqs, call, QueueUrl=queue_url, Entries=[])
         assert got["Code"] == "AWS.SimpleQueueService.EmptyBatchRequest"
         assert got["Message"] == f"There should be at least one {kind} in the request."
+
+
+# -- item 8: PurgeQueue deletes in-flight messages ---------------------------------------
+
+
+def test_purge_queue_deletes_in_flight_messages(sqs: Any, queue_url: str) -> None:
+    """On SQS a purged in-flight message is gone: it never comes back after its
+    visibility timeout, so it can never dead-letter."""
+    sqs.send_message(QueueUrl=queue_url, MessageBody="held")
+    sqs.send_message(QueueUrl=queue_url, MessageBody="waiting")
+    (held,) = sqs.receive_message(QueueUrl=queue_url, VisibilityTimeout=1)["Messages"]
+    sqs.purge_queue(QueueUrl=queue_url)
+    assert mq.peek("orders") == []
+    assert "Messages" not in sqs.receive_message(QueueUrl=queue_url, WaitTimeSeconds=2)
+    assert held["Body"] in ("held", "waiting")
