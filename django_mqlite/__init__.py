@@ -25,7 +25,7 @@ from .engine.maintenance import reap
 from .engine.once import once, prune_once
 from .engine.queues import create_queue, delete_queue, get_queue, list_queues, update_queue
 from .engine.received import Received
-from .engine.redrive import purge, redrive
+from .engine.redrive import purge, purge_everything, redrive
 from .engine.send import cancel_scheduled, send, send_batch
 from .engine.settle import (
     abandon,
@@ -128,6 +128,7 @@ __all__ = [
     "prune_once",
     "publish",
     "purge",
+    "purge_everything",
     "reap",
     "receive",
     "receive_deferred",

@@ -67,10 +67,11 @@ def _queue_object(name: str) -> Any:
 
 
 def task_queue_names() -> set[str]:
-    """The queues that a Django Tasks backend of this app serves."""
-    from .tasks.runner import mqlite_backends
+    """The queues that a Django Tasks backend of this app serves (``tasks.support``:
+    read from the settings when no Tasks framework is there to load)."""
+    from .tasks.support import task_queue_names as served
 
-    return {name for backend in mqlite_backends() for name in backend.queues}
+    return served()
 
 
 def accepts_remote_sends(queue: str) -> bool:

@@ -28,6 +28,16 @@ def _fresh_statement_caches() -> None:
         cache.clear()
 
 
+@pytest.fixture(autouse=True)
+def _fresh_lease_throttle() -> None:
+    """Each test starts as a fresh process: no receive has returned a queue's expired
+    leases yet (``maintenance.expire_queue_locks`` remembers when it last did, per queue
+    name, and test after test reuses the same names)."""
+    from django_mqlite.engine import maintenance
+
+    maintenance._queue_leases_at.clear()
+
+
 def statement_caches() -> list[dict[Any, Any]]:
     """The engine's per-process caches of built statements (each keyed by what it was
     built from, so emptying one only costs a rebuild of the same text)."""

@@ -30,7 +30,7 @@ from django.db.backends.utils import CursorWrapper
 
 from ..conf import mqlite_settings
 from ..exceptions import InvalidArgumentError
-from . import attempts, core, limits, wakeup
+from . import attempts, core, limits, maintenance, wakeup
 from .clock import from_ms, now_ms
 from .core import QueueRow
 from .dialects import Dialect
@@ -239,8 +239,10 @@ def receive(
 
 def claim(args: ReceiveArgs) -> list[Received]:
     """One claim (no waiting) with checked arguments: a replay of the attempt, or up to
-    ``max_messages`` (and ``max_bytes``) of the queue's claimable messages."""
+    ``max_messages`` (and ``max_bytes``) of the queue's claimable messages. The queue's
+    expired leases return first, in their own statement (``expire_queue_locks``)."""
     alias = args.alias
+    maintenance.expire_queue_locks(alias, args.queue)
     cursor, dialect = core.ctx(alias)
     with transaction.atomic(using=alias):
         q = core.load_queue(cursor, args.queue)

@@ -5,6 +5,7 @@ and its own short transaction, and safe to run from any number of processes at o
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -77,21 +78,57 @@ def apply_reclaimed(cursor: CursorWrapper, dialect: Dialect, rows: list[Any]) ->
     buried(cursor, dialect, dead, "exhausted")
 
 
-def expire_locks(alias: str) -> int:
+def expire_locks(alias: str, queue: str | None = None) -> int:
+    """Return the leases that ran out (``reclaim_sql``'s rule): of every queue (the
+    reaper, seeking ``mqlite_msg_lease``), or of ``queue`` alone (a receive on it, see
+    ``expire_queue_locks``; seeking that queue's locked rows in ``mqlite_msg_state``)."""
+    if queue is None:
+        where, index, scope = "", "mqlite_msg_lease", []
+    else:
+        where, index = (
+            "queue_id = (SELECT id FROM mqlite_queue WHERE name = %s) AND ",
+            ("mqlite_msg_state"),
+        )
+        scope = [queue]
+
     def step(cursor: CursorWrapper, dialect: Dialect, now: int) -> int:
         cursor.execute(
             reclaim_sql(
                 dialect,
-                "state = 'locked' AND locked_until <= %s ORDER BY locked_until",
-                "mqlite_msg_lease",
+                f"{where}state = 'locked' AND locked_until <= %s ORDER BY locked_until",
+                index,
             ),
-            [now, now, now, _chunk()],
+            [now, now, *scope, now, _chunk()],
         )
         rows = cursor.fetchall()
         apply_reclaimed(cursor, dialect, rows)
         return len(rows)
 
     return _repeat(alias, step)
+
+
+#: A receive returns its queue's expired leases at most this often (milliseconds of the
+#: engine's clock, per queue and process): a busy queue pays one extra statement per
+#: interval, not per receive.
+QUEUE_LEASES_EVERY_MS = 250
+_queue_leases_at: dict[tuple[str, str], int] = {}
+_queue_leases_lock = threading.Lock()
+
+
+def expire_queue_locks(alias: str, queue: str) -> int:
+    """What a receive on ``queue`` runs before its claim, in a statement and transaction
+    of its own: ``expire_locks`` for that queue, at most every ``QUEUE_LEASES_EVERY_MS``
+    in this process. A visibility timeout then ends on time with no reaper running (an
+    SQS-only deployment is a web server); delivery counts, dead-lettering and the line
+    of a group are the reaper's, because it is the reaper's statement. The interval runs
+    on the engine's clock (a frozen clock in tests); a clock that went back runs it."""
+    key, now = (alias, queue), now_ms()
+    with _queue_leases_lock:
+        last = _queue_leases_at.get(key)
+        if last is not None and 0 <= now - last < QUEUE_LEASES_EVERY_MS:
+            return 0
+        _queue_leases_at[key] = now
+    return expire_locks(alias, queue)
 
 
 # Locks held by a worker that stopped heartbeating (or said it stopped). Parameter: the

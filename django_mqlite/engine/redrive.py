@@ -106,6 +106,24 @@ def purge(
     optionally only those older than ``older_than`` seconds. Returns how many."""
     if state not in PURGEABLE:
         raise InvalidArgumentError(f"state must be one of {', '.join(PURGEABLE)}")
+    return _purge(queue, state, older_than, limit, seqs, using)
+
+
+def purge_everything(queue: str, *, using: str | None = None) -> int:
+    """Remove every message of ``queue``, in flight ones too (SQS's PurgeQueue): whoever
+    holds one finds its lease lost when it settles (``LockLostError``), and the message
+    never returns. Returns how many."""
+    return sum(_purge(queue, state, None, None, None, using) for state in (*PURGEABLE, "locked"))
+
+
+def _purge(
+    queue: str,
+    state: str,
+    older_than: float | dt.timedelta | None,
+    limit: int | None,
+    seqs: Sequence[int] | None,
+    using: str | None,
+) -> int:
     cutoff = None if older_than is None else now_ms() - core.duration_ms(older_than, "older_than")
     wanted = _check_seqs(seqs)
     if limit is not None:

@@ -12,22 +12,32 @@ import uuid
 from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
+from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
 
 import django_mqlite as mq
 
 from . import wire_json, wire_query
 from .auth import verify
-from .context import Context
+from .context import URL_NAME, Context
 from .errors import SQSError, from_mqlite
 from .handlers import OPERATIONS
 
 logger = logging.getLogger("django_mqlite.sqs")
 
 
+def _under_mount(request: HttpRequest) -> bool:
+    """The path is the mount itself or below it (``/sqs``, ``/sqs/…``, never
+    ``/sqsfoo/…``, which the URL patterns alone would also match)."""
+    mount = reverse(URL_NAME).rstrip("/")
+    return request.path in (mount, f"{mount}/") or request.path.startswith(f"{mount}/")
+
+
 @csrf_exempt
 def endpoint(request: HttpRequest, **_url: Any) -> HttpResponse:
+    if not _under_mount(request):
+        raise Http404("not an SQS endpoint path")
     request_id = str(uuid.uuid4())
     content_type = request.META.get("CONTENT_TYPE", "")
     wire: Any = wire_json if "x-amz-json" in content_type else wire_query

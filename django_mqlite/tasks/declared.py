@@ -14,10 +14,10 @@ def declared_queues() -> Any:
     declared = mqlite_settings.QUEUES
     if not isinstance(declared, Mapping):
         return declared  # sync_declared refuses it with a clear message
-    from .runner import mqlite_backends
+    from .support import configured_backends
 
     out = {name: dict(options or {}) for name, options in declared.items()}
-    for backend in mqlite_backends():
+    for backend in configured_backends():
         for name in backend.queues:
             if name in out and "keep_results" not in out[name]:
                 out[name]["keep_results"] = backend.queue_options.get("keep_results")

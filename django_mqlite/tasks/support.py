@@ -4,12 +4,15 @@ The backend needs a Tasks framework that passes ``@task(max_attempts=..., backof
 timeout=...)`` through to the backend's task class: ``django.tasks`` on Django 6.1+, or
 the ``django-tasks`` backport on Django 5.2. Django 6.0's ``django.tasks`` takes no extra
 ``@task`` keywords, so it is not supported. Used by the system checks and by
-``runworker`` to say why it serves no task; imports nothing of the framework itself.
+``runworker`` to say why it serves no task, and by every surface that asks which queues
+are Tasks queues; imports nothing of the framework unless ``TASKS`` names our backend and
+this Django can run it.
 """
 
 from __future__ import annotations
 
 import importlib.util
+from typing import Any
 
 import django
 from django.conf import settings
@@ -93,3 +96,27 @@ def nothing_to_serve() -> str:
         "point TASKS at django_mqlite.backends.MQLiteBackend (docs/tasks.md)."
     )
     return "\n".join(lines)
+
+
+def configured_backends() -> list[Any]:
+    """The configured Tasks backends that are ours, loaded; ``[]``, importing nothing,
+    when ``TASKS`` names none of them or this Django cannot run them (E021 says why).
+
+    Every caller outside the Tasks integration asks here, so a project without a Tasks
+    framework (Django 5.2 without the backport) never imports one."""
+    if not mqlite_task_aliases() or framework_problem() is not None:
+        return []
+    from . import runner
+
+    return list(runner.mqlite_backends())
+
+
+def task_queue_names() -> set[str]:
+    """The queues a Tasks backend of this app serves. When ``TASKS`` names one but the
+    framework cannot load, the queues its settings list: they stay closed to remote
+    sends as configured rather than open because nothing could read them."""
+    if not mqlite_task_aliases():
+        return set()
+    if framework_problem() is not None:
+        return mqlite_task_queues()
+    return {name for backend in configured_backends() for name in backend.queues}

@@ -19,6 +19,8 @@ import django_mqlite as mq
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 BACKLOG = 20_000
+#: The reaper's lease-return statement (``maintenance.reclaim_sql``).
+RECLAIM = "UPDATE mqlite_message SET state = CASE"
 
 
 def explain(sql: str) -> str:
@@ -135,6 +137,18 @@ def test_reaper_passes_seek_their_partial_indexes(backlog: None) -> None:
     assert_seeks(lambda: maintenance.dlq_retention("default"), "mqlite_msg_state")
 
 
+def test_a_receives_return_of_its_queues_leases_seeks_an_index(backlog: None) -> None:
+    """What a receive runs before its claim (``expire_queue_locks``): the reaper's
+    statement for one queue, reading that queue's locked rows, never the table."""
+    from django_mqlite.engine import maintenance
+
+    statements = list(message_statements(lambda: maintenance.expire_locks("default", "big")))
+    assert [s for s in statements if s.startswith(RECLAIM)], statements
+    assert_seeks(
+        lambda: maintenance.expire_locks("default", "big"), ("mqlite_msg_state", "mqlite_msg_lease")
+    )
+
+
 def test_operator_reads_and_purge_use_the_state_index(backlog: None) -> None:
     assert_seeks(lambda: mq.peek("big", state="dead_lettered"), "mqlite_msg_state")
     assert_seeks(lambda: mq.purge("big"), "mqlite_msg_state")
@@ -164,7 +178,8 @@ def test_a_claim_without_limits_is_the_plain_statement(backlog: None) -> None:
     mq.send("big", b"last")
     with CaptureQueriesContext(connection) as ctx:
         mq.receive("big", max_messages=4)
-    sql = [q["sql"] for q in ctx.captured_queries]
+    # Not the receive's return of expired leases: its own statement, pinned below.
+    sql = [q["sql"] for q in ctx.captured_queries if not q["sql"].startswith(RECLAIM)]
     claims = [s for s in sql if s.startswith("UPDATE mqlite_message SET state = 'locked'")]
     assert len(claims) == 1
     assert "mqlite_queue" not in claims[0] and "count(" not in claims[0]
@@ -176,7 +191,7 @@ def test_a_limited_claim_seeks_the_claim_and_state_indexes(backlog: None) -> Non
     mq.update_queue("big", rate_limit=1000, max_in_flight=500)
     mq.send("big", b"last")
     statements = list(message_statements(lambda: mq.receive("big", max_messages=8)))
-    (claim,) = [s for s in statements if "state = 'locked'" in s and s.startswith("UPDATE")]
+    (claim,) = [s for s in statements if s.startswith("UPDATE mqlite_message SET state = 'locked'")]
     assert "mqlite_queue" in claim  # the budget is computed by the claim statement itself
     plan = explain(claim)
     assert full_scans(plan) == [], plan

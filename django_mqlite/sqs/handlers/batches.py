@@ -11,13 +11,14 @@ MAX_ENTRIES = 10
 _ID_RE = re.compile(r"^[\w-]{1,80}$")
 
 
-def entries(p: dict[str, Any]) -> list[dict[str, Any]]:
-    """The request's ``Entries``, after the whole-request checks SQS makes."""
+def entries(p: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+    """The request's ``Entries``, after the whole-request checks SQS makes (``kind``,
+    the entry's type such as ``SendMessageBatchRequestEntry``, names it in SQS's text)."""
     items = p.get("Entries") or []
     if not isinstance(items, list) or not all(isinstance(e, dict) for e in items):
         raise SQSError("InvalidParameterValue", "Entries must be a list of entries.")
     if not items:
-        raise SQSError("EmptyBatchRequest", "There should be at least one entry in the request.")
+        raise SQSError("EmptyBatchRequest", f"There should be at least one {kind} in the request.")
     if len(items) > MAX_ENTRIES:
         raise SQSError(
             "TooManyEntriesInBatchRequest",

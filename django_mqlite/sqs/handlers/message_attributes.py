@@ -130,15 +130,20 @@ def from_properties(props: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {k: v for k, v in out.items() if mq.admission.unicode_ok(k)}
 
 
+#: ``MessageAttributeNames`` entries that ask for every attribute.
+EVERY = frozenset({"All", ".*", "*"})
+
+
 def select(attributes: dict[str, dict[str, Any]], names: list[str]) -> dict[str, dict[str, Any]]:
-    """The attributes ``MessageAttributeNames`` asks for: ``All`` or ``.*`` for every
-    one, ``prefix.*`` for those under a prefix, otherwise exact names."""
+    """The attributes ``MessageAttributeNames`` asks for: ``All``, ``.*`` or ``*`` for
+    every one, ``prefix.*`` for every name that starts with ``prefix`` (``Hel.*`` takes
+    ``Hello`` and ``Help.Me``, as SQS does), otherwise exact names."""
     if not names:
         return {}
-    if "All" in names or ".*" in names:
+    if EVERY.intersection(names):
         return attributes
     exact = {n for n in names if not n.endswith(".*")}
-    prefixes = tuple(n[:-1] for n in names if n.endswith(".*"))
+    prefixes = tuple(n[:-2] for n in names if n.endswith(".*"))
     return {
         k: v for k, v in attributes.items() if k in exact or (prefixes and k.startswith(prefixes))
     }

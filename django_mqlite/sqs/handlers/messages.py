@@ -44,25 +44,17 @@ def prepare(info: QueueInfo, p: dict[str, Any]) -> Prepared:
         raise invalid(
             f"One or more parameters are invalid. Reason: Message must be shorter than {cap} bytes."
         )
-    group = _identifier(p, "MessageGroupId")
-    dedup = _identifier(p, "MessageDeduplicationId")
+    group, dedup = fifo_ids(info, p)
     delay = info.number("DelaySeconds")
     if p.get("DelaySeconds") not in (None, ""):
-        if info.fifo:
+        asked = integer(p, "DelaySeconds", 0, 900)
+        if info.fifo and asked != 0:
+            # A FIFO message takes the queue's delay; an explicit 0 is accepted (as SQS).
             raise invalid(
                 "The request include parameter that is not valid for this queue type: DelaySeconds"
             )
-        delay = integer(p, "DelaySeconds", 0, 900)
-    if info.fifo:
-        if group is None:
-            raise missing("MessageGroupId")
-        if dedup is None and not info.queue.content_dedup:
-            raise invalid(
-                "The queue should either have ContentBasedDeduplication enabled or "
-                "MessageDeduplicationId provided explicitly"
-            )
-    elif dedup is not None:
-        raise invalid("MessageDeduplicationId is only valid for FIFO queues.")
+        if not info.fifo:
+            delay = asked
     out = mq.OutMessage(
         body,
         group_id=group,
@@ -83,6 +75,34 @@ def prepare(info: QueueInfo, p: dict[str, Any]) -> Prepared:
         system = {"AWSTraceHeader": {"DataType": "String", "StringValue": trace}}
         reply["MD5OfMessageSystemAttributes"] = md5.of_attributes(system)
     return Prepared(out, size, reply)
+
+
+def fifo_ids(info: QueueInfo, p: dict[str, Any]) -> tuple[str | None, str | None]:
+    """The message's group and deduplication ids, checked against the queue's type."""
+    group = _identifier(p, "MessageGroupId")
+    dedup = _identifier(p, "MessageDeduplicationId")
+    if info.fifo:
+        if group is None:
+            raise missing("MessageGroupId")
+        if dedup is None and not info.queue.content_dedup:
+            raise invalid(
+                "The queue should either have ContentBasedDeduplication enabled or "
+                "MessageDeduplicationId provided explicitly"
+            )
+    elif dedup is not None:
+        raise invalid("MessageDeduplicationId is only valid for FIFO queues.")
+    return group, dedup
+
+
+def _entry_size(entry: dict[str, Any]) -> int:
+    """What an entry counts towards the batch's 1 MiB, as sent (body and attributes;
+    an entry whose attributes are not valid fails on its own, counting its body)."""
+    body = entry.get("MessageBody")
+    size = len(body.encode("utf-8", "surrogatepass")) if isinstance(body, str) else 0
+    try:
+        return size + ma.size(ma.check(entry.get("MessageAttributes")))
+    except SQSError:
+        return size
 
 
 def _identifier(p: dict[str, Any], name: str) -> str | None:
@@ -112,7 +132,19 @@ def send_message(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
 
 def send_message_batch(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
     info = ctx.queue(p, "send")
-    entries = batches.entries(p)
+    entries = batches.entries(p, "SendMessageBatchRequestEntry")
+    # Whole-request errors, as SQS makes them, before any entry is sent: the size of the
+    # batch as sent, and on a FIFO queue an entry without its group or deduplication id.
+    total = sum(_entry_size(entry) for entry in entries)
+    if total > MAX_BATCH_BYTES:
+        raise SQSError(
+            "BatchRequestTooLong",
+            f"Batch requests cannot be longer than {MAX_BATCH_BYTES} bytes. "
+            f"You have sent {total} bytes.",
+        )
+    if info.fifo:
+        for entry in entries:
+            fifo_ids(info, entry)
     ok: list[tuple[str, Prepared]] = []
     failed: list[dict[str, Any]] = []
     for entry in entries:
@@ -120,11 +152,6 @@ def send_message_batch(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
             ok.append((entry["Id"], prepare(info, entry)))
         except SQSError as exc:
             failed.append(batches.failure(entry["Id"], exc))
-    total = sum(prep.size for _, prep in ok)
-    if total > MAX_BATCH_BYTES:
-        raise SQSError(
-            "BatchRequestTooLong", f"Batch requests cannot be longer than {MAX_BATCH_BYTES} bytes."
-        )
     seqs = mq.send_batch(info.name, [prep.out for _, prep in ok]) if ok else []
     successful = [
         {"Id": entry_id, **_sent(info, prep, seq)}

@@ -119,8 +119,7 @@ def delete_queue(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
 
 def purge_queue(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
     info = ctx.queue(p, "manage")
-    for state in ("active", "scheduled", "deferred", "dead_lettered", "completed"):
-        mq.purge(info.name, state=state)
+    mq.purge_everything(info.name)  # in-flight messages too, as SQS purges them
     return {}
 
 

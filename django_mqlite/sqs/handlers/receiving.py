@@ -16,6 +16,7 @@ from ...conf import mqlite_settings
 from ..context import Context, integer, text
 from ..errors import SQSError, invalid
 from ..store import QueueInfo
+from . import message_attributes as ma
 from . import queue_attributes as qa
 
 #: The message system attributes a receive can ask for (``All`` for every one).
@@ -78,7 +79,7 @@ def _attributes(p: dict[str, Any]) -> list[str]:
     names = _names(p, "MessageAttributeNames")
     for n in names:
         stem = n[:-2] if n.endswith(".*") else n
-        if n not in ("All", ".*") and not _ATTRIBUTE_NAME_RE.match(stem):
+        if n not in ma.EVERY and not _ATTRIBUTE_NAME_RE.match(stem):
             raise invalid(f"Value {n} for parameter MessageAttributeNames is invalid.")
     return names
 

@@ -50,10 +50,10 @@ def change_message_visibility(ctx: Context, p: dict[str, Any]) -> dict[str, Any]
     return {}
 
 
-def _each(p: dict[str, Any], apply: Any) -> dict[str, Any]:
+def _each(p: dict[str, Any], kind: str, apply: Any) -> dict[str, Any]:
     successful: list[dict[str, Any]] = []
     failed: list[dict[str, Any]] = []
-    for entry in batches.entries(p):
+    for entry in batches.entries(p, kind):
         try:
             apply(entry)
             successful.append({"Id": entry["Id"]})
@@ -66,13 +66,18 @@ def _each(p: dict[str, Any], apply: Any) -> dict[str, Any]:
 
 def delete_message_batch(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
     info = ctx.queue(p, "receive")
-    return _each(p, lambda e: _delete(info.name, text(e, "ReceiptHandle", required=True)))
+    return _each(
+        p,
+        "DeleteMessageBatchRequestEntry",
+        lambda e: _delete(info.name, text(e, "ReceiptHandle", required=True)),
+    )
 
 
 def change_message_visibility_batch(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
     info = ctx.queue(p, "receive")
     return _each(
         p,
+        "ChangeMessageVisibilityBatchRequestEntry",
         lambda e: _change(
             info.name,
             text(e, "ReceiptHandle", required=True),

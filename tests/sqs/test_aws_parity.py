@@ -1,0 +1,185 @@
+"""Behaviours SQS users rely on where the endpoint used to depart from AWS (#32): each
+test states AWS's behaviour and fails on the departure it replaced."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import boto3
+import pytest
+from botocore.config import Config
+
+import django_mqlite as mq
+
+from .conftest import KEY, SECRET
+from .signing import send_raw, sign
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def fifo(sqs: Any, name: str = "jobs.fifo", **attrs: str) -> str:
+    return str(
+        sqs.create_queue(QueueName=name, Attributes={"FifoQueue": "true", **attrs})["QueueUrl"]
+    )
+
+
+def error(sqs: Any, call: Any, **kwargs: Any) -> dict[str, Any]:
+    with pytest.raises(sqs.exceptions.ClientError) as err:
+        call(**kwargs)
+    return dict(err.value.response["Error"])
+
+
+# -- item 1: visibility timeouts with nothing but the web server -------------------------
+
+
+def test_a_visibility_timeout_ends_with_no_reaper_running(sqs: Any, queue_url: str) -> None:
+    """No runworker, no runreaper: the message is receivable again once its visibility
+    timeout ends (the figure, expiry to receivable, is printed for the record)."""
+    sqs.send_message(QueueUrl=queue_url, MessageBody="x")
+    (m,) = sqs.receive_message(QueueUrl=queue_url, VisibilityTimeout=1)["Messages"]
+    expiry = time.time() + 1
+    got = sqs.receive_message(QueueUrl=queue_url, WaitTimeSeconds=10, AttributeNames=["All"])
+    late = time.time() - expiry
+    (again,) = got["Messages"]
+    assert again["MessageId"] == m["MessageId"]
+    assert again["Attributes"]["ApproximateReceiveCount"] == "2"
+    print(f"\nSQS: receivable again {late * 1000:.0f} ms after the visibility timeout ended")
+    assert late < 2.0
+
+
+# -- item 3: whole-request errors of SendMessageBatch ------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("entry", "code"),
+    [
+        ({"MessageDeduplicationId": "d"}, "MissingParameter"),  # no MessageGroupId
+        ({"MessageGroupId": "g"}, "InvalidParameterValue"),  # no deduplication id
+    ],
+)
+def test_a_fifo_batch_entry_without_its_ids_fails_the_request(
+    sqs: Any, entry: dict[str, str], code: str
+) -> None:
+    url = fifo(sqs)
+    good = {"Id": "good", "MessageBody": "x", "MessageGroupId": "g", "MessageDeduplicationId": "1"}
+    got = error(
+        sqs,
+        sqs.send_message_batch,
+        QueueUrl=url,
+        Entries=[good, {"Id": "bad", "MessageBody": "y", **entry}],
+    )
+    assert got["Code"] == code
+    assert mq.peek("jobs.fifo") == []  # nothing sent, not even the valid entry
+
+
+def test_a_batch_over_a_mebibyte_in_all_fails_the_request(sqs: Any, queue_url: str) -> None:
+    """Counted as sent: an entry that fails on its own (here: over the queue's maximum
+    message size) still counts towards the batch's 1,048,576 bytes."""
+    sqs.set_queue_attributes(QueueUrl=queue_url, Attributes={"MaximumMessageSize": "1024"})
+    entries = [{"Id": f"e{i}", "MessageBody": "x" * 300_000} for i in range(4)]
+    entries.append({"Id": "small", "MessageBody": "ok"})
+    got = error(sqs, sqs.send_message_batch, QueueUrl=queue_url, Entries=entries)
+    assert got["Code"] == "AWS.SimpleQueueService.BatchRequestTooLong"
+    assert mq.peek("orders") == []
+
+
+# -- item 4: FIFO DelaySeconds=0 ---------------------------------------------------------
+
+
+def test_fifo_accepts_delay_seconds_zero_and_applies_the_queues_delay(sqs: Any) -> None:
+    url = fifo(sqs, DelaySeconds="60")
+    ids = {"MessageGroupId": "g", "MessageDeduplicationId": "a"}
+    sqs.send_message(QueueUrl=url, MessageBody="one", DelaySeconds=0, **ids)
+    sent = sqs.send_message_batch(
+        QueueUrl=url,
+        Entries=[
+            {
+                "Id": "z",
+                "MessageBody": "two",
+                "DelaySeconds": 0,
+                **ids,
+                "MessageDeduplicationId": "b",
+            }
+        ],
+    )
+    assert sent["Failed"] == [] and len(sent["Successful"]) == 1
+    assert {p.state for p in mq.peek("jobs.fifo")} == {"scheduled"}  # the queue's delay
+    got = error(sqs, sqs.send_message, QueueUrl=url, MessageBody="x", DelaySeconds=5, **ids)
+    assert got["Code"] == "InvalidParameterValue"
+
+
+# -- item 5: MessageAttributeNames wildcards ---------------------------------------------
+
+
+def test_message_attribute_name_prefixes_and_star(sqs: Any, queue_url: str) -> None:
+    attrs = {
+        name: {"DataType": "String", "StringValue": name}
+        for name in ("Hello", "Help.Me", "Hi", "Other")
+    }
+    sqs.send_message(QueueUrl=queue_url, MessageBody="x", MessageAttributes=attrs)
+
+    def names(wanted: list[str]) -> set[str]:
+        (m,) = sqs.receive_message(
+            QueueUrl=queue_url, MessageAttributeNames=wanted, VisibilityTimeout=0
+        )["Messages"]
+        return set(m.get("MessageAttributes", {}))
+
+    assert names(["Hel.*"]) == {"Hello", "Help.Me"}
+    assert names(["*"]) == set(attrs)
+    assert names(["Hi", "Oth.*"]) == {"Hi", "Other"}
+
+
+# -- item 10: mounted at the site root ---------------------------------------------------
+
+
+def test_mounted_at_the_site_root_queue_urls_answer(live_server: Any, sqs_settings: Any) -> None:
+    sqs_settings.ROOT_URLCONF = "tests.sqs.root_urls"
+    sqs = boto3.client(
+        "sqs",
+        endpoint_url=live_server.url,
+        region_name="us-east-1",
+        aws_access_key_id=KEY,
+        aws_secret_access_key=SECRET,
+        config=Config(retries={"max_attempts": 1}),
+    )
+    url = sqs.create_queue(QueueName="rooted")["QueueUrl"]
+    assert url == f"{live_server.url}/000000000000/rooted"
+    # The query protocol posts to the queue URL itself (older SDKs, kombu).
+    body = f"Action=SendMessage&MessageBody=hi&QueueUrl={url}".encode()
+    headers = {"Content-Type": "application/x-www-form-urlencoded"}
+    status, reply = send_raw(url, body, sign(url, body, headers))
+    assert status == 200, reply
+    assert [m.text() for m in mq.peek("rooted")] == ["hi"]
+    # A path that only shares a mount's first letters is no endpoint.
+    status, _ = send_raw(f"{live_server.url}/a/b/c", body, sign(url, body, headers))
+    assert status == 404
+
+
+# -- item 11: empty batches, in AWS's words ----------------------------------------------
+
+
+def test_empty_batches_say_what_they_lack(sqs: Any, queue_url: str) -> None:
+    for call, kind in [
+        (sqs.send_message_batch, "SendMessageBatchRequestEntry"),
+        (sqs.delete_message_batch, "DeleteMessageBatchRequestEntry"),
+        (sqs.change_message_visibility_batch, "ChangeMessageVisibilityBatchRequestEntry"),
+    ]:
+        got = error(sqs, call, QueueUrl=queue_url, Entries=[])
+        assert got["Code"] == "AWS.SimpleQueueService.EmptyBatchRequest"
+        assert got["Message"] == f"There should be at least one {kind} in the request."
+
+
+# -- item 8: PurgeQueue deletes in-flight messages ---------------------------------------
+
+
+def test_purge_queue_deletes_in_flight_messages(sqs: Any, queue_url: str) -> None:
+    """On SQS a purged in-flight message is gone: it never comes back after its
+    visibility timeout, so it can never dead-letter."""
+    sqs.send_message(QueueUrl=queue_url, MessageBody="held")
+    sqs.send_message(QueueUrl=queue_url, MessageBody="waiting")
+    (held,) = sqs.receive_message(QueueUrl=queue_url, VisibilityTimeout=1)["Messages"]
+    sqs.purge_queue(QueueUrl=queue_url)
+    assert mq.peek("orders") == []
+    assert "Messages" not in sqs.receive_message(QueueUrl=queue_url, WaitTimeSeconds=2)
+    assert held["Body"] in ("held", "waiting")
