@@ -109,6 +109,12 @@ CI = [("django_mqlite/api/permissions.py", "sqlite")]
 _CACHE = "the statement cache misses: the statement is rebuilt, the same text"
 _FALSY = "None for False in a value only ever tested for truth"
 _S1 = "django_mqlite.engine.send_one."
+_AUTH = "django_mqlite.sqs.auth."
+_SIGN = "django_mqlite.tasks.signing."
+_SAFE = (
+    "another safe set for quote(): the letters X are never encoded, '~' never is "
+    "(Python 3.7+) and '/' is the default"
+)
 ACCEPTED: dict[str, str] = {
     **{_S1 + f"x__postgres_sql__mutmut_{i}": _CACHE for i in (4, 5, 6, 7, 8, 9)},
     **{_S1 + f"x__deferred_sql__mutmut_{i}": _CACHE for i in (1, 2, 3, 4, 18, 19)},
@@ -132,6 +138,29 @@ ACCEPTED: dict[str, str] = {
     },
     "django_mqlite.api.permissions.xǁQueuePermissionǁhas_permission__mutmut_19": "DRF sets "
     "view.kwargs in dispatch, before any permission check",
+    **{_AUTH + f"x__canonical_query__mutmut_{i}": _SAFE for i in (13, 18)},
+    **{_AUTH + f"x_canonical_request__mutmut_{i}": _SAFE for i in (5, 9, 10, 11)},
+    **{
+        _AUTH + f"x_canonical_request__mutmut_{i}": "the method's fallback: a request "
+        "through Django's handlers always has a method (the fallback satisfies its type)"
+        for i in (22, 23)
+    },
+    **{
+        _AUTH + f"x_canonical_request__mutmut_{i}": "None for an absent QUERY_STRING: "
+        "parse_qsl reads None as the empty query"
+        for i in (26, 28)
+    },
+    **{
+        _AUTH + f"x_verify__mutmut_{i}": "None for an absent Authorization: falsy like '', "
+        "the same MissingAuthenticationToken"
+        for i in (3, 5)
+    },
+    _AUTH + "x_verify__mutmut_70": "the header's name in capitals: _header upper-cases it",
+    **{
+        _SIGN + f"x_keys__mutmut_{i}": "the default of getattr(settings, "
+        "'SECRET_KEY_FALLBACKS'): Django's global settings always define it"
+        for i in (5, 8)
+    },
     _S1 + "x_flush_deferred_counts__mutmut_2": "or for and: outside a transaction there "
     "are no on-commit markers, and on SQLite none are Counted, so it returns all the same",
 }
@@ -160,6 +189,30 @@ def sql_case_only(diff: str) -> bool:
     return bool(changed) and all(
         a.lower() == b.lower() and _SQL.search(a) and _QUOTED.findall(a) == _QUOTED.findall(b)
         for a, b in changed
+    )
+
+
+#: Names that Python's codec and hashlib registries look up whatever their letter case.
+_NAMES_ANY_CASE = {"utf-8", "ascii", "sha256"}
+
+
+def name_case_only(diff: str) -> bool:
+    """Whether a mutant's diff only changes the letter case of a codec or digest name
+    (``"utf-8"`` to ``"UTF-8"``, ``"sha256"`` to ``"SHA256"``): one line, and the only
+    literal that changed is such a name, case aside. ``str.encode`` and ``hmac.digest``
+    look names up case-insensitively, so such a mutant is equivalent."""
+    lines = diff.splitlines()
+    minus = [x[1:] for x in lines if x.startswith("-") and not x.startswith("---")]
+    plus = [x[1:] for x in lines if x.startswith("+") and not x.startswith("+++")]
+    if len(minus) != 1 or len(plus) != 1 or minus[0] == plus[0]:
+        return False
+    old, new = minus[0], plus[0]
+    if _LITERAL.sub('""', old) != _LITERAL.sub('""', new):
+        return False
+    pairs = list(zip(_LITERAL.findall(old), _LITERAL.findall(new), strict=False))
+    changed = [(a, b) for a, b in pairs if a != b]
+    return bool(changed) and all(
+        a.lower() == b.lower() and a.strip('"').lower() in _NAMES_ANY_CASE for a, b in changed
     )
 
 
@@ -246,8 +299,13 @@ def summarise(module: str, by_db: dict[str, dict[str, int]]) -> list[str]:
     db = next(iter(by_db))
     equivalent = {n: ACCEPTED[n] for n in survivors if n in ACCEPTED}
     for n in survivors:
-        if n not in equivalent and sql_case_only(show(module, db, n)):
+        if n in equivalent:
+            continue
+        diff = show(module, db, n)
+        if sql_case_only(diff):
             equivalent[n] = "only the letter case of SQL keywords"
+        elif name_case_only(diff):
+            equivalent[n] = "only the letter case of a codec or digest name"
     score = (len(killed) + len(equivalent)) / len(tested) if tested else 1.0
     print(
         f"  {'+'.join(by_db)}: {len(killed)} killed and {len(equivalent)} equivalent of "

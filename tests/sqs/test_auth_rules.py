@@ -6,6 +6,7 @@ at its exact boundary (the clock skew, the scope, the signed-header list)."""
 from __future__ import annotations
 
 import datetime as dt
+import time
 from typing import Any
 from unittest import mock
 
@@ -320,3 +321,68 @@ def test_a_wrong_signature_is_signature_does_not_match() -> None:
         "SignatureDoesNotMatch",
         "The request signature we calculated does not match the signature you provided.",
     )
+
+
+def test_a_query_key_is_encoded_like_its_value() -> None:
+    headers = sign()
+    # botocore's signer over a key holding "/" (encoded %2F in the canonical query).
+    request = AWSRequest(
+        "POST", f"http://{HOST}{PATH}?a%2Fb=1", data=b"{}", headers={"Content-Type": "x/y"}
+    )
+    with mock.patch("botocore.auth.get_current_datetime", return_value=NOW):
+        SigV4Auth(Credentials(KEY, SECRET), "sqs", "us-east-1").add_auth(request)
+    headers = dict(request.headers.items())
+    assert check(headers, query="a%2Fb=1") == auth.Caller(KEY, None)
+
+
+def test_a_signed_header_that_did_not_arrive_reads_as_empty() -> None:
+    """A header is signed with its value as sent; one the request does not carry (a
+    proxy dropped it, or Django keeps none for it) is the empty value, as AWS reads it."""
+    headers = sign(extra={"X-Amz-Meta-Absent": ""})
+    signed = headers["Authorization"].split("SignedHeaders=")[1].split(",")[0]
+    assert "x-amz-meta-absent" in signed.split(";")
+    request = django_request(headers)
+    del request.META["HTTP_X_AMZ_META_ABSENT"]
+    with mock.patch.object(auth.time, "time", return_value=NOW.timestamp()):
+        assert auth.verify(request, b"{}") == auth.Caller(KEY, None)
+
+
+@pytest.mark.parametrize("name", ["CONTENT_TYPE", "CONTENT_LENGTH"])
+def test_a_signed_content_header_that_did_not_arrive_reads_as_empty(name: str) -> None:
+    header = {"CONTENT_TYPE": "Content-Type", "CONTENT_LENGTH": "Content-Length"}[name]
+    signing = AWSRequest("POST", f"http://{HOST}{PATH}?{QUERY}", data=b"{}", headers={header: ""})
+    with mock.patch("botocore.auth.get_current_datetime", return_value=NOW):
+        SigV4Auth(Credentials(KEY, SECRET), "sqs", "us-east-1").add_auth(signing)
+    headers = dict(signing.headers.items())
+    assert header.lower() in headers["Authorization"]
+    request = django_request(headers)
+    del request.META[name]
+    with mock.patch.object(auth.time, "time", return_value=NOW.timestamp()):
+        assert auth.verify(request, b"{}") == auth.Caller(KEY, None)
+
+
+def test_a_request_without_a_query_string_has_an_empty_canonical_query() -> None:
+    request = AWSRequest(
+        "POST", f"http://{HOST}{PATH}", data=b"{}", headers={"Content-Type": "x/y"}
+    )
+    with mock.patch("botocore.auth.get_current_datetime", return_value=NOW):
+        SigV4Auth(Credentials(KEY, SECRET), "sqs", "us-east-1").add_auth(request)
+    django = django_request(dict(request.headers.items()), query="")
+    del django.META["QUERY_STRING"]
+    with mock.patch.object(auth.time, "time", return_value=NOW.timestamp()):
+        assert auth.verify(django, b"{}") == auth.Caller(KEY, None)
+
+
+@pytest.fixture
+def far_timezone(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The process's local time zone nine hours from UTC (Django sets TZ from TIME_ZONE)."""
+    monkeypatch.setenv("TZ", "Asia/Tokyo")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def test_x_amz_date_is_utc_whatever_the_local_time_zone(far_timezone: Any) -> None:
+    assert time.localtime(NOW.timestamp()).tm_hour == 21
+    assert check(sign()) == auth.Caller(KEY, None)
