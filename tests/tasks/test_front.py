@@ -140,3 +140,15 @@ def test_the_senders_message_is_not_changed_in_place() -> None:
     assert out == OutMessage(
         body={"task": ADD, "args": [1, 2]}, properties={"timeout": 5, "note": "n"}
     )
+
+
+def test_what_a_refusal_quotes_of_the_call_is_bounded() -> None:
+    long = "x" * 1000
+    assert refusal({"task": long}) == f"{'x' * 200!r} is not a task of this project"
+    assert refusal({"task": ADD, "backend": long}) == (
+        f"Tasks backend {'x' * 100!r} does not serve 'tasks'"
+    )
+    fields = {f"{i:03d}" + "f" * 50: 1 for i in range(20)}
+    message = refusal({"task": ADD, **fields})
+    assert len(message) == 500
+    assert message.startswith("unknown task call field(s): 000ff")
