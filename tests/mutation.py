@@ -83,9 +83,9 @@ MODULES: dict[str, list[str]] = {
     "django_mqlite/sqs/auth.py": ["tests/sqs/test_auth_rules.py"],
     "django_mqlite/tasks/signing.py": ["tests/tasks/test_signing.py"],
     "django_mqlite/tasks/front.py": ["tests/tasks/test_front.py"],
+    # load() message by message (no worker), and its caches.
     "django_mqlite/tasks/envelope.py": [
-        "tests/tasks/test_bad_input.py",
-        "tests/tasks/test_task_injection.py",
+        "tests/tasks/test_envelope_rules.py",
         "tests/tasks/test_envelope_cache.py",
     ],
     "django_mqlite/permissions.py": [
