@@ -248,3 +248,47 @@ def test_a_task_with_run_after_is_not_kept() -> None:
     load(received(signed(run_after=5)))
     assert envelope._restored == {}
     assert list(envelope._resolved) == [ADD]
+
+
+def test_a_resolved_path_is_looked_up_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    looked_up: list[str] = []
+    real = envelope.resolve_task
+
+    def counting(path: str) -> Any:
+        looked_up.append(path)
+        return real(path)
+
+    monkeypatch.setattr(envelope, "resolve_task", counting)
+    load(received(signed(ADD)))
+    load(received(signed(ADD, [3, 4])))
+    assert looked_up == [ADD]
+
+
+def test_a_kept_task_is_kept_per_backend() -> None:
+    backend = {"BACKEND": "django_mqlite.backends.MQLiteBackend", "QUEUES": ["tasks"]}
+    with override_settings(TASKS={"default": backend, "second": backend}):
+        first, _, _, _ = load(received(signed(ADD, backend="default")))
+        second, used, _, _ = load(received(signed(ADD, backend="second")))
+    assert (first.backend, second.backend, used.alias) == ("default", "second", "second")
+
+
+class _Unhashable(dict):  # type: ignore[type-arg]
+    """The restored-task cache as a Task subclass with an unhashable field meets it."""
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        raise TypeError("unhashable type: 'list'")
+
+
+def test_a_task_that_cannot_be_kept_is_restored_for_each_message(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(envelope, "_restored", _Unhashable())
+    task, _, args, _ = load(received(signed(ADD, [5, 6], priority=4), priority=4))
+    assert (task.module_path, task.priority, task.queue_name, task.backend) == (
+        ADD,
+        4,
+        "tasks",
+        "default",
+    )
+    assert args == [5, 6]
+    assert envelope._restored == {}
