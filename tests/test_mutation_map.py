@@ -6,7 +6,7 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-from tests.mutation import ACCEPTED, CI, MODULES, ROOT, sql_case_only
+from tests.mutation import ACCEPTED, CI, MODULES, ROOT, name_case_only, sql_case_only
 
 
 def test_the_pyproject_configuration_mutates_the_mapped_modules() -> None:
@@ -53,3 +53,16 @@ def test_only_a_change_of_case_inside_sql_is_equivalent_by_rule() -> None:
         _diff(code, code.replace("IncompleteSignature", "INCOMPLETESIGNATURE"))
     )
     assert not sql_case_only(_diff('f("SELECT 1")', 'g("SELECT 1")'))
+
+
+def test_only_a_change_of_case_of_a_codec_or_digest_name_is_equivalent_by_rule() -> None:
+    line = 'return hmac.new(key, msg.encode("utf-8"), hashlib.sha256).digest()'
+    assert name_case_only(_diff(line, line.replace("utf-8", "UTF-8")))
+    digest = 'return hmac.digest(keys()[0], data, "sha256").hex()'
+    assert name_case_only(_diff(digest, digest.replace("sha256", "SHA256")))
+    assert not name_case_only(_diff(line, line.replace("utf-8", "XXutf-8XX")))
+    assert not name_case_only(_diff(line, line.replace("digest()", "hexdigest()")))
+    code = 'raise _denied("IncompleteSignature", "x")'
+    assert not name_case_only(
+        _diff(code, code.replace("IncompleteSignature", "incompletesignature"))
+    )
