@@ -88,3 +88,17 @@ class Reject(Exception):  # noqa: N818 - the name reads as a verb in handlers: r
         super().__init__(reason)
         self.reason = reason
         self.description = description
+
+
+#: What SQLite says when its write lock stayed taken past the connection's ``timeout``.
+_BUSY_TEXTS = ("database is locked", "database is busy")
+
+
+def database_busy(exc: BaseException) -> bool:
+    """True for a database error that says only "busy, try again": SQLite's write lock
+    held past the busy timeout. Nothing was written by the statement that got it (in
+    IMMEDIATE mode the lock is taken at BEGIN), so a surface answers it as temporarily
+    unavailable (HTTP 503 ``database_busy`` with ``Retry-After``), never as a bug."""
+    from django.db import OperationalError
+
+    return isinstance(exc, OperationalError) and any(t in str(exc) for t in _BUSY_TEXTS)

@@ -17,6 +17,8 @@ from rest_framework.response import Response
 
 import django_mqlite as mq
 
+from ..exceptions import database_busy
+
 
 class RequestTooLarge(drf.APIException):
     """The request body is larger than ``MQLITE["API_MAX_REQUEST_BYTES"]``."""
@@ -85,6 +87,8 @@ def describe(exc: Exception) -> tuple[int, str, str] | None:
         return 413, "request_too_large", "request body is larger than the server accepts"
     if isinstance(exc, Http404):
         return 404, "not_found", str(exc) or "not found"
+    if database_busy(exc):
+        return 503, "database_busy", "the database is busy; retry shortly"
     if isinstance(exc, drf.APIException):
         code = next((c for cls, c in _DRF_CODES if isinstance(exc, cls)), "error")
         return exc.status_code, code, flatten(exc.detail)
@@ -115,6 +119,8 @@ def exception_handler(exc: Exception, context: Mapping[str, Any]) -> Response | 
         return None
     status, code, message = described
     response = Response({"code": code, "message": message}, status=status)
+    if code == "database_busy":
+        response["Retry-After"] = "1"
     if isinstance(exc, drf.APIException):
         if getattr(exc, "auth_header", None):
             response["WWW-Authenticate"] = exc.auth_header  # type: ignore[attr-defined]

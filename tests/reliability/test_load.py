@@ -54,7 +54,11 @@ def http_sender(base_url: str, token: str) -> Callable[[int, int], int]:
                 assert response.status == 201
                 return int(json.loads(response.read())["seq"])
         except urllib.error.HTTPError as exc:
-            raise ServerError(f"{exc.code}: {exc.read()[:200]!r}") from exc
+            text = exc.read()[:200]
+            if exc.code == 503 and b'"database_busy"' in text:
+                # Busy, nothing written: the documented answer to retry (Retry-After).
+                raise ConnectionError(f"503: {text!r}") from exc
+            raise ServerError(f"{exc.code}: {text!r}") from exc
 
     return send
 
