@@ -180,7 +180,9 @@ def test_rate_limit_holds_across_processes(tmp_path: Path) -> None:
                 inside += len(e["claim"])
                 allowed = rate + rate * (e["after"] - a)
                 worst = max(worst, inside - allowed)
-    assert worst <= 0, f"claimed {worst:.1f} more than the limit allows in some window"
+    # The engine's clock is in whole milliseconds, the children's stamps are not: allow
+    # what 2 ms earn (0.04 of a message at 20/s), far below one message too many.
+    assert worst <= rate * 0.002, f"claimed {worst:.3f} more than the limit allows in a window"
     span = max(e["after"] for e in claims) - min(e["before"] for e in claims)
     assert span >= (total - rate) / rate - 0.05  # the limit, not the consumers, set the pace
 
