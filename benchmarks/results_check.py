@@ -30,6 +30,12 @@ from typing import Any
 
 Sizes = dict[str, Any]
 
+# The systems of the brokers scenario (benchmarks/brokers/systems.py).
+_BROKER_SYSTEMS = (
+    "(mqlite|celery_redis|celery_redis_results|celery_amqp|dramatiq_redis|dramatiq_amqp"
+    "|huey|rq|procrastinate)"
+)
+
 # Result name (without the system prefix where every system shares it) -> its n.
 _N: list[tuple[str, Callable[[Sizes], int]]] = [
     (r"mqlite\.send_single", lambda s: s["defaults_single"]),
@@ -50,6 +56,8 @@ _N: list[tuple[str, Callable[[Sizes], int]]] = [
     (r"tasks_db\.bytes_per_task", lambda s: min(s["writes"] // 10, s["tasks_drain"])),
     (r"(sqlite3|mqlite)\.floor_produce_single", lambda s: s["single"]),
     (r"(sqlite3|mqlite)\.floor_(produce_batch_256|drain_batch_64)", lambda s: s["batch"]),
+    (rf"{_BROKER_SYSTEMS}\.brokers_drain(_steady)?", lambda s: s["brokers"]),
+    (rf"{_BROKER_SYSTEMS}\.pickup", lambda s: s["pickup"]),
 ]
 EXPECTED_N = [(re.compile(pattern + "$"), rule) for pattern, rule in _N]
 
@@ -59,6 +67,7 @@ _BACKLOG = re.compile(r"(mqlite|tasks_db)\.claim_(\d+)$")
 FIELDS = {
     "unit", "min", "median", "max", "samples", "n", "load", "cpu_us_per_msg", "note", "body",
     "steady_median", "backlog", "p99", "first", "last", "growth", "msg_per_s", "timeline",
+    "p50", "p95", "every_ms",
 }  # fmt: skip
 
 # Samples are stored rounded to 4 decimals; min/median/max are not.
@@ -135,7 +144,7 @@ def _samples(key: str, entry: dict[str, Any], repeat: int) -> list[str]:
     if not isinstance(samples, list) or not samples:
         return ["no samples"]
     out = []
-    fewer_ok = key.endswith(".defaults_drain_steady")
+    fewer_ok = key.endswith((".defaults_drain_steady", ".brokers_drain_steady"))
     if len(samples) != repeat and not (fewer_ok and 1 <= len(samples) <= repeat):
         out.append(f"{len(samples)} samples, the file's repeat is {repeat}")
     for name, value in (
