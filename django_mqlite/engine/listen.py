@@ -50,7 +50,24 @@ def listen_wrapper(using: str) -> Any:
     return wrapper
 
 
-class Listener(threading.Thread):
+class Service(threading.Thread):
+    """A daemon thread that runs until asked to stop: ``request_stop()`` asks (so many
+    can be asked at once and their last passes overlap), ``stop()`` asks and waits."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name=name, daemon=True)
+        self.stopping = threading.Event()
+
+    def request_stop(self) -> None:
+        self.stopping.set()
+
+    def stop(self, wait_s: float = 2.0) -> None:
+        self.request_stop()
+        if self.is_alive():
+            self.join(wait_s)
+
+
+class Listener(Service):
     """LISTENs on a dedicated PostgreSQL connection and turns each notification (its
     payload is a queue name) into an in-process wake-up. Reconnects after errors.
 
@@ -66,11 +83,10 @@ class Listener(threading.Thread):
         poll_s: float = 0.25,
         on_unavailable: Callable[[], Any] | None = None,
     ) -> None:
-        super().__init__(name="mqlite-listener", daemon=True)
+        super().__init__("mqlite-listener")
         self.using = using
         self.poll_s = poll_s
         self.on_unavailable = on_unavailable
-        self.stopping = threading.Event()
         self.listening = threading.Event()
         # stop() writes a byte here, so a wait for notifications ends at once instead of
         # after its poll (a burst worker's exit would otherwise wait up to poll_s).
@@ -146,17 +162,11 @@ class Listener(threading.Thread):
             self.on_unavailable()
 
     def request_stop(self) -> None:
-        """Ask the thread to end (stop() also waits for it)."""
-        self.stopping.set()
+        super().request_stop()
         try:
             self._waker.send(b"x")
         except OSError:
             pass  # the thread has ended and closed it
-
-    def stop(self, wait_s: float = 2.0) -> None:
-        self.request_stop()
-        if self.is_alive():
-            self.join(wait_s)
 
 
 #: How often an idle SQLite worker's watcher looks at the commit counter (seconds): at
@@ -177,7 +187,7 @@ def watched_file(using: str) -> str | None:
     return name
 
 
-class CommitWatcher(threading.Thread):
+class CommitWatcher(Service):
     """Wakes an idle worker within milliseconds of another connection's commit on its
     SQLite database, without claiming: ``PRAGMA data_version`` on a connection of its
     own changes whenever any other connection (any process) commits, and reading it
@@ -188,11 +198,10 @@ class CommitWatcher(threading.Thread):
     a missed change costs at most that interval, never a message."""
 
     def __init__(self, path: str, queues: list[str], poll_s: float = WATCH_S) -> None:
-        super().__init__(name="mqlite-commit-watcher", daemon=True)
+        super().__init__("mqlite-commit-watcher")
         self.path = path
         self.queues = list(queues)
         self.poll_s = poll_s
-        self.stopping = threading.Event()
         self.watching = threading.Event()
 
     def run(self) -> None:
@@ -217,14 +226,6 @@ class CommitWatcher(threading.Thread):
                         wakeup.notify(queue)
         finally:
             conn.close()
-
-    def request_stop(self) -> None:
-        self.stopping.set()
-
-    def stop(self, wait_s: float = 2.0) -> None:
-        self.request_stop()
-        if self.is_alive():
-            self.join(wait_s)
 
 
 _shared: dict[str, Listener] = {}

@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import os
 import socket
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -22,6 +21,7 @@ from ..engine.clock import now_ms
 # The NOTIFY listener lives in the engine, shared with ``areceive``; re-exported here.
 from ..engine.listen import NOTIFY_CHANNEL as NOTIFY_CHANNEL
 from ..engine.listen import Listener as Listener
+from ..engine.listen import Service
 from ..engine.listen import listen_wrapper as listen_wrapper
 from ..engine.maintenance import reap
 from . import db_health
@@ -29,14 +29,13 @@ from . import db_health
 logger = logging.getLogger("django_mqlite.worker")
 
 
-class Loop(threading.Thread):
+class Loop(Service):
     """Call ``step()`` every ``interval_s`` seconds until ``stop()``."""
 
     def __init__(self, name: str, interval_s: float, step: Callable[[], Any]) -> None:
-        super().__init__(name=name, daemon=True)
+        super().__init__(name)
         self.interval_s = interval_s
         self.step = step
-        self.stopping = threading.Event()
 
     def run(self) -> None:
         try:
@@ -50,15 +49,6 @@ class Loop(threading.Thread):
                 self.stopping.wait(self.interval_s)
         finally:
             connections.close_all()
-
-    def request_stop(self) -> None:
-        """Ask the thread to end after its current pass (stop() also waits for it)."""
-        self.stopping.set()
-
-    def stop(self, wait_s: float = 2.0) -> None:
-        self.request_stop()
-        if self.is_alive():
-            self.join(wait_s)
 
 
 # -- the worker registry ---------------------------------------------------------------
