@@ -25,12 +25,14 @@ from ..engine.listen import Service
 from ..engine.listen import listen_wrapper as listen_wrapper
 from ..engine.maintenance import reap
 from . import db_health
+from .reaper import Pace
 
 logger = logging.getLogger("django_mqlite.worker")
 
 
 class Loop(Service):
-    """Call ``step()`` every ``interval_s`` seconds until ``stop()``."""
+    """Call ``step()`` every ``interval_s`` seconds until ``stop()``; a step that returns
+    a number of seconds waits that long instead."""
 
     def __init__(self, name: str, interval_s: float, step: Callable[[], Any]) -> None:
         super().__init__(name)
@@ -40,13 +42,16 @@ class Loop(Service):
     def run(self) -> None:
         try:
             while not self.stopping.is_set():
+                wait = self.interval_s
                 try:
                     db_health.refresh()  # this thread's connection, once per pass
-                    self.step()
+                    asked = self.step()
+                    if isinstance(asked, int | float):
+                        wait = float(asked)
                 except Exception:
                     logger.exception("%s pass failed", self.name)
                     connections.close_all()  # a broken connection reconnects next time
-                self.stopping.wait(self.interval_s)
+                self.stopping.wait(wait)
         finally:
             connections.close_all()
 
@@ -118,10 +123,13 @@ def heartbeat_loop(
 
 
 def reaper_loop(interval_s: float, using: str) -> Loop:
-    def step() -> None:
+    pace = Pace(interval_s)
+
+    def step() -> float:
         counts = reap(using=using)
         done = {k: v for k, v in counts.items() if v}
         if done:
             logger.info("reaper: %s", done)
+        return pace.after(bool(done))
 
     return Loop("mqlite-reaper", interval_s, step)
