@@ -19,9 +19,9 @@ from typing import Any
 from django.db.backends.utils import CursorWrapper
 
 from ..conf import mqlite_settings
-from . import core
-from .core import QueueRow
+from . import batches
 from .received import Received
+from .rows import MESSAGE_COLUMNS, QueueRow
 
 #: The scope of an attempt id given from Python without ``attempt_scope``.
 PYTHON_SCOPE = "python"
@@ -68,8 +68,8 @@ def replay(
         return []
     by_seq = {seq: token for seq, token in items}
     cursor.execute(
-        f"SELECT {core.MESSAGE_COLUMNS} FROM mqlite_message WHERE queue_id = %s "
-        f"AND seq IN ({core.placeholders(len(by_seq))})",
+        f"SELECT {MESSAGE_COLUMNS} FROM mqlite_message WHERE queue_id = %s "
+        f"AND seq IN ({batches.placeholders(len(by_seq))})",
         [q.id, *by_seq],
     )
     out = []

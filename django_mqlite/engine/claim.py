@@ -30,11 +30,22 @@ from django.db.backends.utils import CursorWrapper
 
 from ..conf import mqlite_settings
 from ..exceptions import InvalidArgumentError
-from . import attempts, core, limits, maintenance, wakeup
+from . import (
+    arguments,
+    attempts,
+    batches,
+    databases,
+    heartbeat,
+    limits,
+    lines,
+    maintenance,
+    totals,
+    wakeup,
+)
 from .clock import from_ms, now_ms
-from .core import QueueRow
 from .dialects import Dialect
 from .received import Received
+from .rows import MESSAGE_COLUMNS, QueueRow, load_queue, message_fields
 from .types import Mode
 
 # A long-poll's fallback: between wake-ups (a send in this process, or NOTIFY) it polls
@@ -84,7 +95,7 @@ def _claim_statement(
         if delete:
             sql = (
                 f"DELETE FROM mqlite_message WHERE seq IN ({pick}) "
-                f"RETURNING {core.MESSAGE_COLUMNS.replace('delivery_count', 'delivery_count + 1')}"
+                f"RETURNING {MESSAGE_COLUMNS.replace('delivery_count', 'delivery_count + 1')}"
                 ", order_key"
             )
         else:
@@ -94,7 +105,7 @@ def _claim_statement(
                 # A locked row's visible_at is when it was claimed (a task's start time).
                 "visible_at = %s, "
                 f"delivery_count = delivery_count + 1 WHERE seq IN ({pick}) "
-                f"RETURNING {core.MESSAGE_COLUMNS}, order_key"
+                f"RETURNING {MESSAGE_COLUMNS}, order_key"
             )
         _claim_sql[key] = sql
     return sql
@@ -127,7 +138,7 @@ def to_received(
 ) -> Received:
     token, locked_until = row[12], row[13]
     return Received(
-        **core.message_fields(q.name, row, dialect),
+        **message_fields(q.name, row, dialect),
         lock_token=token,
         locked_until=None if locked_until is None else from_ms(locked_until),
         using=alias,
@@ -166,19 +177,19 @@ def check_receive(
     """Every argument of a receive checked (``InvalidArgumentError`` otherwise), before
     anything is claimed. ``receive`` and ``areceive`` call it first; nothing about a
     receive is validated after its claim."""
-    core.check_queue_name(queue)
-    core.check_int(max_messages, "max_messages", 1, core.MAX_RECEIVE)
-    wait_ms = min(core.duration_ms(wait, "wait"), int(core.MAX_WAIT_S * 1000))
-    lock_ms = core.optional_lock_ms(lock_duration)
+    arguments.check_queue_name(queue)
+    arguments.check_int(max_messages, "max_messages", 1, arguments.MAX_RECEIVE)
+    wait_ms = min(arguments.duration_ms(wait, "wait"), int(arguments.MAX_WAIT_S * 1000))
+    lock_ms = arguments.optional_lock_ms(lock_duration)
     try:
         mode_ = Mode(mode)
     except ValueError:
         raise InvalidArgumentError("mode must be 'peek_lock' or 'receive_and_delete'") from None
-    attempt = core.check_str(attempt_id, "attempt_id")
-    scope = core.check_str(attempt_scope, "attempt_scope", attempts.MAX_SCOPE_LEN)
+    attempt = arguments.check_str(attempt_id, "attempt_id")
+    scope = arguments.check_str(attempt_scope, "attempt_scope", attempts.MAX_SCOPE_LEN)
     if max_bytes is not None:
-        core.check_int(max_bytes, "max_bytes", 1, 2**62)
-    core.check_worker_id(worker_id)
+        arguments.check_int(max_bytes, "max_bytes", 1, 2**62)
+    arguments.check_worker_id(worker_id)
     return ReceiveArgs(
         queue=queue,
         max_messages=max_messages,
@@ -188,7 +199,7 @@ def check_receive(
         attempt_key=None if attempt is None else attempts.key(scope, attempt),
         worker_id=worker_id,
         max_bytes=max_bytes,
-        alias=core.alias_of(using, queue),
+        alias=databases.alias_of(using, queue),
     )
 
 
@@ -243,9 +254,9 @@ def claim(args: ReceiveArgs) -> list[Received]:
     expired leases return first, in their own statement (``expire_queue_locks``)."""
     alias = args.alias
     maintenance.expire_queue_locks(alias, args.queue)
-    cursor, dialect = core.ctx(alias)
+    cursor, dialect = databases.ctx(alias)
     with transaction.atomic(using=alias):
-        q = core.load_queue(cursor, args.queue)
+        q = load_queue(cursor, args.queue)
         now = now_ms()
         if args.attempt_key is not None:
             replay = attempts.replay(
@@ -274,12 +285,12 @@ def claim(args: ReceiveArgs) -> list[Received]:
             return []
         limits.spend(cursor, dialect, q, now, len(rows))
         if args.worker_id is not None and not delete:
-            core.touch_worker(cursor, args.worker_id, now)
+            heartbeat.touch_worker(cursor, args.worker_id, now)
         if delete:
-            core.release_lines(cursor, dialect, q.id, [r[14] for r in rows])
-            core.bump_totals(cursor, dialect, q.id, delivered=len(rows), completed=len(rows))
+            lines.release_lines(cursor, dialect, q.id, [r[14] for r in rows])
+            totals.bump_totals(cursor, dialect, q.id, delivered=len(rows), completed=len(rows))
         else:
-            core.bump_totals(cursor, dialect, q.id, delivered=len(rows))
+            totals.bump_totals(cursor, dialect, q.id, delivered=len(rows))
         got = [to_received(q, r, dialect, alias, args.worker_id) for r in rows]
         if args.attempt_key is not None:
             attempts.record(cursor, q, args.attempt_key, got, now)
@@ -296,19 +307,19 @@ def receive_deferred(
 ) -> list[Received]:
     """Claim deferred messages by seq. Seqs that are not deferred are skipped;
     ``max_bytes`` claims only the leading (lowest-seq) ones that fit, as ``receive``."""
-    if not isinstance(seqs, list | tuple) or len(seqs) > core.MAX_RECEIVE:
-        raise InvalidArgumentError(f"seqs must be a list of at most {core.MAX_RECEIVE} seqs")
-    wanted = sorted({core.check_seq(s) for s in seqs})
-    lock_ms = core.optional_lock_ms(lock_duration)
+    if not isinstance(seqs, list | tuple) or len(seqs) > arguments.MAX_RECEIVE:
+        raise InvalidArgumentError(f"seqs must be a list of at most {arguments.MAX_RECEIVE} seqs")
+    wanted = sorted({arguments.check_seq(s) for s in seqs})
+    lock_ms = arguments.optional_lock_ms(lock_duration)
     if max_bytes is not None:
-        core.check_int(max_bytes, "max_bytes", 1, 2**62)
-    core.check_queue_name(queue)
+        arguments.check_int(max_bytes, "max_bytes", 1, 2**62)
+    arguments.check_queue_name(queue)
     if not wanted:
         return []
-    alias = core.alias_of(using, queue)
-    cursor, dialect = core.ctx(alias)
+    alias = databases.alias_of(using, queue)
+    cursor, dialect = databases.ctx(alias)
     with transaction.atomic(using=alias):
-        q = core.load_queue(cursor, queue)
+        q = load_queue(cursor, queue)
         if q.paused:
             return []
         now = now_ms()
@@ -319,7 +330,7 @@ def receive_deferred(
             limit, budget = limits.budget(cursor, dialect, q, now, len(wanted))
         pick = (
             "SELECT seq FROM mqlite_message WHERE queue_id = %s AND state = 'deferred' "
-            f" AND seq IN ({core.placeholders(len(wanted))}) "
+            f" AND seq IN ({batches.placeholders(len(wanted))}) "
             " AND (expires_at IS NULL OR expires_at > %s) "
             f" ORDER BY seq LIMIT {limit} {dialect.lock_suffix()}"
         )
@@ -330,10 +341,10 @@ def receive_deferred(
             "UPDATE mqlite_message SET state = 'locked', "
             f"lock_token = {dialect.new_token_sql()}, locked_until = %s, visible_at = %s, "
             f"delivery_count = delivery_count + 1 WHERE seq IN ({pick}) "
-            f"RETURNING {core.MESSAGE_COLUMNS}",
+            f"RETURNING {MESSAGE_COLUMNS}",
             [until, now, q.id, *wanted, now, *budget],
         )
         rows = sorted(cursor.fetchall(), key=lambda r: r[0])
         limits.spend(cursor, dialect, q, now, len(rows))
-        core.bump_totals(cursor, dialect, q.id, delivered=len(rows))
+        totals.bump_totals(cursor, dialect, q.id, delivered=len(rows))
         return [to_received(q, r, dialect, alias) for r in rows]

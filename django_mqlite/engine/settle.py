@@ -32,11 +32,11 @@ from django.db import transaction
 from django.db.backends.utils import CursorWrapper
 
 from ..exceptions import InvalidArgumentError, LockLostError
-from . import core, receipts
+from . import arguments, canonical_json, databases, heartbeat, lines, receipts, totals
 from .clock import from_ms, now_ms
-from .core import QueueRow
 from .dead_letters import buried
 from .dialects import Dialect
+from .rows import QueueRow, load_queue
 from .settle_items import (
     MAX_COMPLETE_BATCH,
     MAX_RENEW_BATCH,
@@ -66,10 +66,10 @@ def _settle(
     no receipts, as for renewals). Returns a ``Settled`` per request, in order."""
     if not requests:
         return []
-    alias = core.alias_of(using, queue)
+    alias = databases.alias_of(using, queue)
     with transaction.atomic(using=alias):
-        cursor, dialect = core.ctx(alias)
-        q = core.load_queue(cursor, queue)
+        cursor, dialect = databases.ctx(alias)
+        q = load_queue(cursor, queue)
         now = now_ms()
         done = apply(cursor, dialect, q, now)
         replayed: set[int] = set()
@@ -121,8 +121,8 @@ def complete_many(
         if kept:
             rows += complete_kept(cursor, dialect, q, kept, now)
         if rows:
-            core.release_lines(cursor, dialect, q.id, [key for _, key in rows])
-            core.bump_totals(cursor, dialect, q.id, completed=len(rows))
+            lines.release_lines(cursor, dialect, q.id, [key for _, key in rows])
+            totals.bump_totals(cursor, dialect, q.id, completed=len(rows))
         return {seq: Settled(seq, Outcome.COMPLETED) for seq, _ in rows}
 
     return _settle(queue, using, "complete", [(s, t, "") for s, t in pairs], apply)
@@ -145,8 +145,8 @@ def complete_with_result(
     """Complete, keeping ``result`` (JSON) when the queue keeps results. ``attempt`` (JSON,
     not part of the request's identity) is appended to the row's attempt history in the
     same statement."""
-    encoded = core.dumps_arg(result, "result")
-    core.dumps_arg(attempt, "attempt")
+    encoded = canonical_json.dumps_arg(result, "result")
+    canonical_json.dumps_arg(attempt, "attempt")
     c = Completion(result=result, attempt=attempt, _result_json=encoded)
     one(queue, complete_many(queue, [(seq, lock_token)], completions=[c], using=using))
 
@@ -191,7 +191,9 @@ def abandon_many(
         )
         rows = cursor.fetchall()
         dead = [(q.id, seq, key) for seq, state, key in rows if state == "dead_lettered"]
-        core.bump_totals(cursor, dialect, q.id, abandoned=len(rows), retried=len(rows) - len(dead))
+        totals.bump_totals(
+            cursor, dialect, q.id, abandoned=len(rows), retried=len(rows) - len(dead)
+        )
         return _with_burials(cursor, dialect, q, rows, dead, "exhausted")
 
     requests = [(c[0], c[1], receipts.abandon_args(c[2])) for c in checked]
@@ -313,8 +315,8 @@ def renew_many(
     ``worker_id`` (the worker holding them) has its heartbeat stamped in the same
     transaction. Renewals write no receipts (see ``receipts``)."""
     pairs = check_pairs(items, MAX_RENEW_BATCH)
-    lock_ms = core.optional_lock_ms(lock_duration)
-    core.check_worker_id(worker_id)
+    lock_ms = arguments.optional_lock_ms(lock_duration)
+    arguments.check_worker_id(worker_id)
 
     def apply(cursor: CursorWrapper, dialect: Dialect, q: QueueRow, now: int) -> Done:
         until = now + (lock_ms if lock_ms is not None else q.lock_duration_ms)
@@ -326,7 +328,7 @@ def renew_many(
         )
         rows = cursor.fetchall()
         if rows and worker_id is not None:
-            core.touch_worker(cursor, worker_id, now)
+            heartbeat.touch_worker(cursor, worker_id, now)
         return {s: Settled(s, Outcome.RENEWED, locked_until=from_ms(u)) for s, u in rows}
 
     return _settle(queue, using, None, [(s, t, "") for s, t in pairs], apply)
@@ -358,8 +360,8 @@ def renew_batch(
 ) -> list[bool]:
     """``renew_many`` answered as a bool per item (at most 512); a stale item is False."""
     if not check_pairs(items, MAX_RENEW_BATCH):
-        core.optional_lock_ms(lock_duration)
-        core.check_worker_id(worker_id)
+        arguments.optional_lock_ms(lock_duration)
+        arguments.check_worker_id(worker_id)
         return []
     got = renew_many(queue, items, lock_duration=lock_duration, using=using, worker_id=worker_id)
     return [r.ok for r in got]
@@ -375,10 +377,10 @@ def release(queue: str, items: Sequence[Pair], *, using: str | None = None) -> l
     pairs = check_pairs(items, MAX_COMPLETE_BATCH)
     if not pairs:
         return []
-    alias = core.alias_of(using, queue)
+    alias = databases.alias_of(using, queue)
     with transaction.atomic(using=alias):
-        cursor, _ = core.ctx(alias)
-        q = core.load_queue(cursor, queue)
+        cursor, _ = databases.ctx(alias)
+        q = load_queue(cursor, queue)
         now = now_ms()
         cursor.execute(
             "UPDATE mqlite_message SET state = 'active', lock_token = NULL, "

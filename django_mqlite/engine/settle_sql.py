@@ -14,10 +14,10 @@ from typing import Any
 
 from django.db.backends.utils import CursorWrapper
 
-from . import core
-from .core import QueueRow
+from . import canonical_json
 from .dead_letters import EXHAUSTED_REASON
 from .dialects import Dialect
+from .rows import QueueRow
 from .types import Completion
 
 
@@ -125,8 +125,10 @@ def complete_kept(
         params += [
             seq,
             token,
-            c._result_json if c._result_json is not None else core.dumps_arg(c.result, "result"),
-            core.dumps_arg(c.attempt, "attempt"),
+            c._result_json
+            if c._result_json is not None
+            else canonical_json.dumps_arg(c.result, "result"),
+            canonical_json.dumps_arg(c.attempt, "attempt"),
         ]
     append = dialect.json_append_expr("mqlite_message.attempts", "v.attempt")
     hint, where, fence_params = joined_fence(dialect, [pair for pair, _ in kept], q.id, now)

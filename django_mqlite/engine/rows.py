@@ -1,0 +1,109 @@
+"""The rows the engine reads back, by name: a queue (``QueueRow``, loaded by
+``load_queue``) and the columns every message value is built from (``MESSAGE_COLUMNS``,
+``message_fields``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.backends.utils import CursorWrapper
+
+from ..exceptions import QueueNotFoundError
+from .arguments import check_queue_name
+from .clock import from_ms
+from .dialects import Dialect
+from .types import Ordering, Queue
+
+MESSAGE_COLUMNS = (
+    "seq, body, message_id, group_id, subject, properties, correlation_id, reply_to, "
+    "content_type, priority, delivery_count, enqueued_at, lock_token, locked_until"
+)
+
+
+def message_fields(queue: str, row: Sequence[Any], dialect: Dialect) -> dict[str, Any]:
+    """The fields every message value shares, from the first 12 of ``MESSAGE_COLUMNS``."""
+    (seq, body, message_id, group_id, subject, props, corr, reply_to, ctype, priority,
+     delivery_count, enqueued_at) = row[:12]  # fmt: skip
+    return {
+        "queue": queue,
+        "seq": seq,
+        "body": bytes(body),
+        "message_id": message_id,
+        "group_id": group_id,
+        "subject": subject,
+        "properties": dialect.load_json(props) or {},
+        "correlation_id": corr,
+        "reply_to": reply_to,
+        "content_type": ctype,
+        "priority": priority,
+        "delivery_count": delivery_count,
+        "enqueued_at": from_ms(enqueued_at),
+    }
+
+
+@dataclass(frozen=True)
+class QueueRow:
+    """A queue as the engine uses it: its id and settings in milliseconds."""
+
+    id: int
+    name: str
+    ordering: str
+    lock_duration_ms: int
+    max_delivery_count: int
+    default_ttl_ms: int | None
+    dead_letter_on_expire: bool
+    dedup_window_ms: int
+    content_dedup: bool
+    dlq_max_age_ms: int | None
+    dlq_max_count: int | None
+    dlq_max_bytes: int | None
+    keep_results_ms: int | None
+    created_at: int
+    forward_dead_letters_to: str | None
+    paused: bool
+    rate_limit_milli: int | None
+    max_in_flight: int | None
+
+    @property
+    def limited(self) -> bool:
+        """Claims from this queue must count against a rate or in-flight limit."""
+        return self.rate_limit_milli is not None or self.max_in_flight is not None
+
+    def public(self) -> Queue:
+        return Queue(
+            name=self.name,
+            ordering=Ordering(self.ordering),
+            lock_duration=self.lock_duration_ms / 1000,
+            max_delivery_count=self.max_delivery_count,
+            default_ttl=_s(self.default_ttl_ms),
+            dead_letter_on_expire=bool(self.dead_letter_on_expire),
+            dedup_window=self.dedup_window_ms / 1000,
+            content_dedup=bool(self.content_dedup),
+            dlq_max_age=_s(self.dlq_max_age_ms),
+            dlq_max_count=self.dlq_max_count,
+            dlq_max_bytes=self.dlq_max_bytes,
+            keep_results=_s(self.keep_results_ms),
+            created_at=from_ms(self.created_at),
+            forward_dead_letters_to=self.forward_dead_letters_to,
+            paused=bool(self.paused),
+            rate_limit=None if self.rate_limit_milli is None else self.rate_limit_milli / 1000,
+            max_in_flight=self.max_in_flight,
+        )
+
+
+QUEUE_COLUMNS = ", ".join(QueueRow.__dataclass_fields__)
+
+
+def _s(ms: int | None) -> float | None:
+    return None if ms is None else ms / 1000
+
+
+def load_queue(cursor: CursorWrapper, name: str) -> QueueRow:
+    check_queue_name(name)
+    cursor.execute(f"SELECT {QUEUE_COLUMNS} FROM mqlite_queue WHERE name = %s", [name])
+    row = cursor.fetchone()
+    if row is None:
+        raise QueueNotFoundError(f"queue {name!r} does not exist")
+    return QueueRow(*row)
