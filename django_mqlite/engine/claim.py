@@ -23,7 +23,6 @@ import datetime as dt
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from django.db import transaction
 from django.db.backends.utils import CursorWrapper
@@ -45,7 +44,7 @@ from . import (
 from .clock import from_ms, now_ms
 from .dialects import Dialect
 from .received import Received
-from .rows import MESSAGE_COLUMNS, QueueRow, load_queue, message_fields
+from .rows import MESSAGE_COLUMNS, MessageRow, QueueRow, columns, load_queue, message_fields
 from .types import Mode
 
 # A long-poll's fallback: between wake-ups (a send in this process, or NOTIFY) it polls
@@ -72,41 +71,100 @@ def fitting(dialect: Dialect, pick: str, order: str) -> str:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class ClaimedRow(MessageRow):
+    """A row the claim returns: the message's columns and the line it held."""
+
+    order_key: str | None
+
+
+# -- name: claim -------------------------------------------------------------------------
+# Invariant: one statement picks and takes, so each row goes to one claimer or none. It
+# takes only this queue's rows that are active, unblocked (the head of their line, or in
+# no line) and unexpired, best first (priority desc, then seq), at most {limit}; each
+# becomes locked under a fresh token with its lease, claimed now, its delivery counted.
+# The pick seeks mqlite_msg_claim, the partial index of exactly those rows, so its cost
+# does not grow with the backlog (tests/engine/test_plans.py pins the plan).
+# Parameters: locked_until, locked_by, now (visible_at: when it was claimed), queue_id,
+# now, then {limit}'s: one (max_messages) where {limit} is %s, or a limited queue's
+# budget subquery (``limits.budget``). Returns ``ClaimedRow``s. A byte budget narrows
+# the pick (``fitting``, one more parameter).
+CLAIM = {
+    # Claimers run side by side: SKIP LOCKED has each pick rows no other claimer holds,
+    # so none waits and no row is taken twice.
+    "postgresql": (
+        "UPDATE mqlite_message SET state = 'locked', "
+        "lock_token = replace(gen_random_uuid()::text, '-', ''), "
+        "locked_until = %s, locked_by = %s, visible_at = %s, "
+        "delivery_count = delivery_count + 1 WHERE seq IN ("
+        "SELECT seq FROM mqlite_message"
+        " WHERE queue_id = %s AND state = 'active' AND blocked = 0"
+        " AND (expires_at IS NULL OR expires_at > %s)"
+        " ORDER BY priority DESC, seq LIMIT {limit} FOR UPDATE SKIP LOCKED"
+        ") RETURNING {columns}"
+    ),
+    # One writer at a time (BEGIN IMMEDIATE), so no row locks; INDEXED BY pins the
+    # partial index whatever ANALYZE's statistics say.
+    "sqlite": (
+        "UPDATE mqlite_message SET state = 'locked', "
+        "lock_token = lower(hex(randomblob(16))), "
+        "locked_until = %s, locked_by = %s, visible_at = %s, "
+        "delivery_count = delivery_count + 1 WHERE seq IN ("
+        "SELECT seq FROM mqlite_message INDEXED BY mqlite_msg_claim"
+        " WHERE queue_id = %s AND state = 'active' AND blocked = 0"
+        " AND (expires_at IS NULL OR expires_at > %s)"
+        " ORDER BY priority DESC, seq LIMIT {limit}"
+        ") RETURNING {columns}"
+    ),
+}
+
+# -- name: claim_and_delete ----------------------------------------------------------------
+# Invariant: the claim's pick, but the rows it takes are removed in the same statement
+# (receive-and-delete): returned with the delivery they count for, never locked.
+# Parameters: queue_id, now, then {limit}'s (as the claim's).
+CLAIM_AND_DELETE = {
+    "postgresql": (
+        "DELETE FROM mqlite_message WHERE seq IN ("
+        "SELECT seq FROM mqlite_message"
+        " WHERE queue_id = %s AND state = 'active' AND blocked = 0"
+        " AND (expires_at IS NULL OR expires_at > %s)"
+        " ORDER BY priority DESC, seq LIMIT {limit} FOR UPDATE SKIP LOCKED"
+        ") RETURNING {columns}"
+    ),
+    "sqlite": (
+        "DELETE FROM mqlite_message WHERE seq IN ("
+        "SELECT seq FROM mqlite_message INDEXED BY mqlite_msg_claim"
+        " WHERE queue_id = %s AND state = 'active' AND blocked = 0"
+        " AND (expires_at IS NULL OR expires_at > %s)"
+        " ORDER BY priority DESC, seq LIMIT {limit}"
+        ") RETURNING {columns}"
+    ),
+}
+
+_CLAIMED_COLUMNS = columns(ClaimedRow)
+#: A deleted row counts the delivery it is handed out for (nothing writes it back).
+_DELETED_COLUMNS = _CLAIMED_COLUMNS.replace("delivery_count", "delivery_count + 1")
+
 _claim_sql: dict[tuple[str, bool, str, bool], str] = {}
 
 
 def _claim_statement(
     dialect: Dialect, delete: bool, limit: str = "%s", budgeted: bool = False
 ) -> str:
-    """The claim. ``limit`` is the SQL of its LIMIT: a parameter, or for a queue with a
-    rate or in-flight limit the budget subquery of ``limits.budget``; ``budgeted`` adds
-    the byte budget (one more parameter, after the pick's)."""
+    """The vendor's ``CLAIM`` (or ``CLAIM_AND_DELETE``) with its ``{limit}``: a
+    parameter, or for a queue with a rate or in-flight limit the budget subquery of
+    ``limits.budget``; ``budgeted`` narrows the pick to the byte budget (one more
+    parameter, after the pick's)."""
     key = (dialect.vendor, delete, limit, budgeted)
     sql = _claim_sql.get(key)
     if sql is None:
-        pick = (
-            f"SELECT seq FROM mqlite_message {dialect.index_hint('mqlite_msg_claim')}"
-            " WHERE queue_id = %s AND state = 'active' AND blocked = 0"
-            " AND (expires_at IS NULL OR expires_at > %s)"
-            f" ORDER BY priority DESC, seq LIMIT {limit} {dialect.lock_suffix()}"
-        )
+        template = (CLAIM_AND_DELETE if delete else CLAIM)[dialect.vendor]
+        sql = template.format(limit=limit, columns=_DELETED_COLUMNS if delete else _CLAIMED_COLUMNS)
         if budgeted:
-            pick = fitting(dialect, pick, "priority DESC, seq")
-        if delete:
-            sql = (
-                f"DELETE FROM mqlite_message WHERE seq IN ({pick}) "
-                f"RETURNING {MESSAGE_COLUMNS.replace('delivery_count', 'delivery_count + 1')}"
-                ", order_key"
-            )
-        else:
-            sql = (
-                "UPDATE mqlite_message SET state = 'locked', "
-                f"lock_token = {dialect.new_token_sql()}, locked_until = %s, locked_by = %s, "
-                # A locked row's visible_at is when it was claimed (a task's start time).
-                "visible_at = %s, "
-                f"delivery_count = delivery_count + 1 WHERE seq IN ({pick}) "
-                f"RETURNING {MESSAGE_COLUMNS}, order_key"
-            )
+            head, rest = sql.split(" WHERE seq IN (", 1)
+            pick, tail = rest.rsplit(") RETURNING ", 1)
+            order = "priority DESC, seq"
+            sql = f"{head} WHERE seq IN ({fitting(dialect, pick, order)}) RETURNING {tail}"
         _claim_sql[key] = sql
     return sql
 
@@ -133,14 +191,18 @@ def promote_due(cursor: CursorWrapper, dialect: Dialect, queue_id: int, now: int
     return cursor.rowcount
 
 
+def _best_first(row: MessageRow) -> tuple[int, int]:
+    """The order a claim hands its rows out in (RETURNING has none): priority desc, seq."""
+    return -row.priority, row.seq
+
+
 def to_received(
-    q: QueueRow, row: Sequence[Any], dialect: Dialect, alias: str, worker_id: int | None = None
+    q: QueueRow, row: MessageRow, dialect: Dialect, alias: str, worker_id: int | None = None
 ) -> Received:
-    token, locked_until = row[12], row[13]
     return Received(
         **message_fields(q.name, row, dialect),
-        lock_token=token,
-        locked_until=None if locked_until is None else from_ms(locked_until),
+        lock_token=row.lock_token,
+        locked_until=None if row.locked_until is None else from_ms(row.locked_until),
         using=alias,
         worker_id=worker_id,
     )
@@ -280,14 +342,14 @@ def claim(args: ReceiveArgs) -> list[Received]:
         else:
             lease = args.lock_ms if args.lock_ms is not None else q.lock_duration_ms
             cursor.execute(sql, [now + lease, args.worker_id, now, q.id, now, *budget])
-        rows = sorted(cursor.fetchall(), key=lambda r: (-r[9], r[0]))
+        rows = sorted((ClaimedRow(*r) for r in cursor.fetchall()), key=_best_first)
         if not rows:
             return []
         limits.spend(cursor, dialect, q, now, len(rows))
         if args.worker_id is not None and not delete:
             heartbeat.touch_worker(cursor, args.worker_id, now)
         if delete:
-            lines.release_lines(cursor, dialect, q.id, [r[14] for r in rows])
+            lines.release_lines(cursor, dialect, q.id, [r.order_key for r in rows])
             totals.bump_totals(cursor, dialect, q.id, delivered=len(rows), completed=len(rows))
         else:
             totals.bump_totals(cursor, dialect, q.id, delivered=len(rows))
@@ -344,7 +406,7 @@ def receive_deferred(
             f"RETURNING {MESSAGE_COLUMNS}",
             [until, now, q.id, *wanted, now, *budget],
         )
-        rows = sorted(cursor.fetchall(), key=lambda r: r[0])
+        rows = sorted((MessageRow(*r) for r in cursor.fetchall()), key=lambda r: r.seq)
         limits.spend(cursor, dialect, q, now, len(rows))
         totals.bump_totals(cursor, dialect, q.id, delivered=len(rows))
         return [to_received(q, r, dialect, alias) for r in rows]

@@ -2,18 +2,29 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from ..exceptions import InvalidArgumentError
 from . import arguments, databases, send_one
 from .clock import now_ms
-from .rows import MESSAGE_COLUMNS, QUEUE_COLUMNS, QueueRow, load_queue, message_fields
+from .rows import QUEUE_COLUMNS, MessageRow, QueueRow, columns, load_queue, message_fields
 from .types import TOTAL_NAMES, Peeked, QueueStats, State, ms_or_none
 
-_PEEK_COLUMNS = (
-    f"{MESSAGE_COLUMNS}, state, visible_at, expires_at, dead_letter_reason, "
-    "dead_letter_description, last_error"
-)
+
+@dataclass(frozen=True, slots=True)
+class PeekRow(MessageRow):
+    """A row ``peek`` reads: the message's columns and where it stands."""
+
+    state: str
+    visible_at: int | None
+    expires_at: int | None
+    dead_letter_reason: str | None
+    dead_letter_description: str | None
+    last_error: str | None
+
+
+_PEEK_COLUMNS = columns(PeekRow)
 
 
 def peek(
@@ -47,18 +58,18 @@ def peek(
         [*params, limit],
     )
     out = []
-    for r in cursor.fetchall():
-        locked_until, st, visible_at, expires_at, reason, description, last_error = r[13:20]
+    for row in cursor.fetchall():
+        r = PeekRow(*row)
         out.append(
             Peeked(
                 **message_fields(q.name, r, dialect),
-                state=State(st),
-                visible_at=ms_or_none(visible_at),
-                expires_at=ms_or_none(expires_at),
-                locked_until=ms_or_none(locked_until),
-                dead_letter_reason=reason,
-                dead_letter_description=description,
-                last_error=last_error,
+                state=State(r.state),
+                visible_at=ms_or_none(r.visible_at),
+                expires_at=ms_or_none(r.expires_at),
+                locked_until=ms_or_none(r.locked_until),
+                dead_letter_reason=r.dead_letter_reason,
+                dead_letter_description=r.dead_letter_description,
+                last_error=r.last_error,
             )
         )
     return out

@@ -1,11 +1,15 @@
 """The rows the engine reads back, by name: a queue (``QueueRow``, loaded by
-``load_queue``) and the columns every message value is built from (``MESSAGE_COLUMNS``,
-``message_fields``)."""
+``load_queue``) and the columns every message value is built from (``MessageRow``,
+selected as ``MESSAGE_COLUMNS``, turned into a value's fields by ``message_fields``).
+
+A row is read by name: a statement selects the fields of a row dataclass
+(``columns``) and each fetched tuple becomes that dataclass, so no caller indexes a
+row by position. A statement that returns more extends the dataclass (``claim.ClaimedRow``,
+``inspect.PeekRow``)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from django.db.backends.utils import CursorWrapper
@@ -16,30 +20,53 @@ from .clock import from_ms
 from .dialects import Dialect
 from .types import Ordering, Queue
 
-MESSAGE_COLUMNS = (
-    "seq, body, message_id, group_id, subject, properties, correlation_id, reply_to, "
-    "content_type, priority, delivery_count, enqueued_at, lock_token, locked_until"
-)
+
+def columns(row_type: type) -> str:
+    """The SELECT or RETURNING list of a row dataclass: its fields, in order. A statement
+    that selects ``columns(T)`` reads each row as ``T(*row)``, and then by name."""
+    return ", ".join(f.name for f in fields(row_type))
 
 
-def message_fields(queue: str, row: Sequence[Any], dialect: Dialect) -> dict[str, Any]:
-    """The fields every message value shares, from the first 12 of ``MESSAGE_COLUMNS``."""
-    (seq, body, message_id, group_id, subject, props, corr, reply_to, ctype, priority,
-     delivery_count, enqueued_at) = row[:12]  # fmt: skip
+@dataclass(frozen=True, slots=True)
+class MessageRow:
+    """The columns every message value is built from (``message_fields``), as a
+    statement selecting ``MESSAGE_COLUMNS`` returns them."""
+
+    seq: int
+    body: bytes | memoryview
+    message_id: str
+    group_id: str | None
+    subject: str | None
+    properties: Any
+    correlation_id: str | None
+    reply_to: str | None
+    content_type: str | None
+    priority: int
+    delivery_count: int
+    enqueued_at: int
+    lock_token: str | None
+    locked_until: int | None
+
+
+MESSAGE_COLUMNS = columns(MessageRow)
+
+
+def message_fields(queue: str, row: MessageRow, dialect: Dialect) -> dict[str, Any]:
+    """The fields every message value shares (all of ``MessageRow`` but the lease)."""
     return {
         "queue": queue,
-        "seq": seq,
-        "body": bytes(body),
-        "message_id": message_id,
-        "group_id": group_id,
-        "subject": subject,
-        "properties": dialect.load_json(props) or {},
-        "correlation_id": corr,
-        "reply_to": reply_to,
-        "content_type": ctype,
-        "priority": priority,
-        "delivery_count": delivery_count,
-        "enqueued_at": from_ms(enqueued_at),
+        "seq": row.seq,
+        "body": bytes(row.body),
+        "message_id": row.message_id,
+        "group_id": row.group_id,
+        "subject": row.subject,
+        "properties": dialect.load_json(row.properties) or {},
+        "correlation_id": row.correlation_id,
+        "reply_to": row.reply_to,
+        "content_type": row.content_type,
+        "priority": row.priority,
+        "delivery_count": row.delivery_count,
+        "enqueued_at": from_ms(row.enqueued_at),
     }
 
 
@@ -93,7 +120,7 @@ class QueueRow:
         )
 
 
-QUEUE_COLUMNS = ", ".join(QueueRow.__dataclass_fields__)
+QUEUE_COLUMNS = columns(QueueRow)
 
 
 def _s(ms: int | None) -> float | None:

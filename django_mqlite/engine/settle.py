@@ -47,7 +47,16 @@ from .settle_items import (
     check_pairs,
     check_rejects,
 )
-from .settle_sql import ABANDON, REJECT, complete_kept, complete_plain, fence, joined_fence
+from .settle_sql import (
+    ABANDON,
+    REJECT,
+    MovedRow,
+    RenewedRow,
+    complete_kept,
+    complete_plain,
+    fence,
+    joined_fence,
+)
 from .types import Completion, Outcome, Settled
 
 #: What a verb's statement did: {seq: Settled} for the rows it changed.
@@ -121,9 +130,9 @@ def complete_many(
         if kept:
             rows += complete_kept(cursor, dialect, q, kept, now)
         if rows:
-            lines.release_lines(cursor, dialect, q.id, [key for _, key in rows])
+            lines.release_lines(cursor, dialect, q.id, [r.order_key for r in rows])
             totals.bump_totals(cursor, dialect, q.id, completed=len(rows))
-        return {seq: Settled(seq, Outcome.COMPLETED) for seq, _ in rows}
+        return {r.seq: Settled(r.seq, Outcome.COMPLETED) for r in rows}
 
     return _settle(queue, using, "complete", [(s, t, "") for s, t in pairs], apply)
 
@@ -189,8 +198,8 @@ def abandon_many(
             ABANDON.format(values=values, append=append, hint=hint, fence=where),
             [*params, mx, now, mx, mx, now, *fence_params],
         )
-        rows = cursor.fetchall()
-        dead = [(q.id, seq, key) for seq, state, key in rows if state == "dead_lettered"]
+        rows = [MovedRow(*r) for r in cursor.fetchall()]
+        dead = [(q.id, r.seq, r.order_key) for r in rows if r.state == "dead_lettered"]
         totals.bump_totals(
             cursor, dialect, q.id, abandoned=len(rows), retried=len(rows) - len(dead)
         )
@@ -234,8 +243,8 @@ def reject_many(
             REJECT.format(values=values, append=append, hint=hint, fence=where),
             [*params, now, *fence_params],
         )
-        rows = cursor.fetchall()
-        dead = [(q.id, seq, key) for seq, _, key in rows]
+        rows = [MovedRow(*r) for r in cursor.fetchall()]
+        dead = [(q.id, r.seq, r.order_key) for r in rows]
         return _with_burials(cursor, dialect, q, rows, dead, "rejected")
 
     requests = [(c[0], c[1], receipts.reject_args(c[2], c[3])) for c in checked]
@@ -262,19 +271,19 @@ def _with_burials(
     cursor: CursorWrapper,
     dialect: Dialect,
     q: QueueRow,
-    rows: Sequence[tuple[int, str, str | None]],
+    rows: Sequence[MovedRow],
     dead: Sequence[tuple[int, int, str | None]],
     cause: str,
 ) -> Done:
-    """The outcome of each (seq, new state, order key) an abandon or reject changed,
+    """The outcome of each row an abandon or reject moved,
     its dead letters buried (released, counted, forwarded) by the one rule."""
     forwarded = buried(cursor, dialect, dead, cause, source=q)
     out: Done = {}
-    for seq, state, _ in rows:
-        if seq in forwarded:
-            out[seq] = Settled(seq, Outcome.FORWARDED, forwarded_to=forwarded[seq])
+    for r in rows:
+        if r.seq in forwarded:
+            out[r.seq] = Settled(r.seq, Outcome.FORWARDED, forwarded_to=forwarded[r.seq])
         else:
-            out[seq] = Settled(seq, Outcome(state if state != "active" else "retried"))
+            out[r.seq] = Settled(r.seq, Outcome(r.state if r.state != "active" else "retried"))
     return out
 
 
@@ -292,7 +301,7 @@ def defer_many(queue: str, items: Sequence[Pair], *, using: str | None = None) -
             f"locked_until = NULL, locked_by = NULL WHERE {fence(len(pairs))} RETURNING seq",
             [q.id, now, *(v for pair in pairs for v in pair)],
         )
-        return {r[0]: Settled(r[0], Outcome.DEFERRED) for r in cursor.fetchall()}
+        return {seq: Settled(seq, Outcome.DEFERRED) for (seq,) in cursor.fetchall()}
 
     return _settle(queue, using, "defer", [(s, t, "") for s, t in pairs], apply)
 
@@ -326,10 +335,13 @@ def renew_many(
             f"WHERE {fence(len(pairs))} RETURNING seq, locked_until",
             [until, q.id, now, *(v for pair in pairs for v in pair)],
         )
-        rows = cursor.fetchall()
+        rows = [RenewedRow(*r) for r in cursor.fetchall()]
         if rows and worker_id is not None:
             heartbeat.touch_worker(cursor, worker_id, now)
-        return {s: Settled(s, Outcome.RENEWED, locked_until=from_ms(u)) for s, u in rows}
+        return {
+            r.seq: Settled(r.seq, Outcome.RENEWED, locked_until=from_ms(r.locked_until))
+            for r in rows
+        }
 
     return _settle(queue, using, None, [(s, t, "") for s, t in pairs], apply)
 
@@ -389,5 +401,5 @@ def release(queue: str, items: Sequence[Pair], *, using: str | None = None) -> l
             f"WHERE {fence(len(pairs))} RETURNING seq",
             [now, q.id, now, *(v for pair in pairs for v in pair)],
         )
-        done = {r[0] for r in cursor.fetchall()}
+        done = {seq for (seq,) in cursor.fetchall()}
         return [seq in done for seq, _ in pairs]
