@@ -10,6 +10,7 @@ from .base import Dialect
 class SQLiteDialect(Dialect):
     vendor = "sqlite"
     counts_enqueued = True
+    json_is_text = True
 
     def new_token_sql(self) -> str:
         return "lower(hex(randomblob(16)))"
