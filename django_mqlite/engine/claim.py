@@ -7,7 +7,9 @@ PostgreSQL it adds ``FOR UPDATE SKIP LOCKED`` so concurrent claimers take differ
 Ordered lines need no probe here: a message behind a live predecessor is ``blocked``
 and simply is not in the index. A paused queue is not claimed from at all, and a queue
 with a rate or in-flight limit gets a budget subquery in place of the LIMIT parameter
-(``limits``); a queue with neither runs exactly the statement above.
+(``limits``); a queue with neither runs exactly the statement above. The statements
+are written out below, per vendor, each with its invariant: ``PICK``, ``CLAIM`` and
+``CLAIM_AND_DELETE``; the rows they return are ``ClaimedRow``s.
 
 A claim with a byte budget (``max_bytes``) claims only the leading candidates whose
 stored sizes (body and properties, read from the row without loading the body) fit,
@@ -78,68 +80,57 @@ class ClaimedRow(MessageRow):
     order_key: str | None
 
 
-# -- name: claim -------------------------------------------------------------------------
-# Invariant: one statement picks and takes, so each row goes to one claimer or none. It
-# takes only this queue's rows that are active, unblocked (the head of their line, or in
-# no line) and unexpired, best first (priority desc, then seq), at most {limit}; each
-# becomes locked under a fresh token with its lease, claimed now, its delivery counted.
-# The pick seeks mqlite_msg_claim, the partial index of exactly those rows, so its cost
-# does not grow with the backlog (tests/engine/test_plans.py pins the plan).
-# Parameters: locked_until, locked_by, now (visible_at: when it was claimed), queue_id,
-# now, then {limit}'s: one (max_messages) where {limit} is %s, or a limited queue's
-# budget subquery (``limits.budget``). Returns ``ClaimedRow``s. A byte budget narrows
-# the pick (``fitting``, one more parameter).
-CLAIM = {
+# -- name: pick --------------------------------------------------------------------------
+# Invariant: only this queue's rows that are active, unblocked (the head of their line,
+# or in no line) and unexpired, best first (priority desc, then seq), at most {limit}.
+# It seeks mqlite_msg_claim, the partial index of exactly those rows, so its cost does
+# not grow with the backlog (tests/engine/test_plans.py pins the plan). Parameters:
+# queue_id, now, then {limit}'s: one (max_messages) where {limit} is %s, or a limited
+# queue's budget subquery (``limits.budget``). A byte budget narrows it (``fitting``).
+PICK = {
     # Claimers run side by side: SKIP LOCKED has each pick rows no other claimer holds,
     # so none waits and no row is taken twice.
     "postgresql": (
-        "UPDATE mqlite_message SET state = 'locked', "
-        "lock_token = replace(gen_random_uuid()::text, '-', ''), "
-        "locked_until = %s, locked_by = %s, visible_at = %s, "
-        "delivery_count = delivery_count + 1 WHERE seq IN ("
         "SELECT seq FROM mqlite_message"
         " WHERE queue_id = %s AND state = 'active' AND blocked = 0"
         " AND (expires_at IS NULL OR expires_at > %s)"
         " ORDER BY priority DESC, seq LIMIT {limit} FOR UPDATE SKIP LOCKED"
-        ") RETURNING {columns}"
     ),
     # One writer at a time (BEGIN IMMEDIATE), so no row locks; INDEXED BY pins the
     # partial index whatever ANALYZE's statistics say.
     "sqlite": (
-        "UPDATE mqlite_message SET state = 'locked', "
-        "lock_token = lower(hex(randomblob(16))), "
-        "locked_until = %s, locked_by = %s, visible_at = %s, "
-        "delivery_count = delivery_count + 1 WHERE seq IN ("
         "SELECT seq FROM mqlite_message INDEXED BY mqlite_msg_claim"
         " WHERE queue_id = %s AND state = 'active' AND blocked = 0"
         " AND (expires_at IS NULL OR expires_at > %s)"
         " ORDER BY priority DESC, seq LIMIT {limit}"
-        ") RETURNING {columns}"
     ),
 }
 
-# -- name: claim_and_delete ----------------------------------------------------------------
-# Invariant: the claim's pick, but the rows it takes are removed in the same statement
-# (receive-and-delete): returned with the delivery they count for, never locked.
-# Parameters: queue_id, now, then {limit}'s (as the claim's).
-CLAIM_AND_DELETE = {
+# -- name: claim -------------------------------------------------------------------------
+# Invariant: one statement picks and takes, so each row goes to one claimer or none:
+# every row of {pick} becomes locked under a fresh token with its lease, claimed now,
+# its delivery counted. Parameters: locked_until, locked_by, now (visible_at: when it
+# was claimed), then {pick}'s. Returns ``ClaimedRow``s.
+CLAIM = {
     "postgresql": (
-        "DELETE FROM mqlite_message WHERE seq IN ("
-        "SELECT seq FROM mqlite_message"
-        " WHERE queue_id = %s AND state = 'active' AND blocked = 0"
-        " AND (expires_at IS NULL OR expires_at > %s)"
-        " ORDER BY priority DESC, seq LIMIT {limit} FOR UPDATE SKIP LOCKED"
-        ") RETURNING {columns}"
+        "UPDATE mqlite_message SET state = 'locked', "
+        "lock_token = replace(gen_random_uuid()::text, '-', ''), "
+        "locked_until = %s, locked_by = %s, visible_at = %s, "
+        "delivery_count = delivery_count + 1 WHERE seq IN ({pick}) RETURNING {columns}"
     ),
     "sqlite": (
-        "DELETE FROM mqlite_message WHERE seq IN ("
-        "SELECT seq FROM mqlite_message INDEXED BY mqlite_msg_claim"
-        " WHERE queue_id = %s AND state = 'active' AND blocked = 0"
-        " AND (expires_at IS NULL OR expires_at > %s)"
-        " ORDER BY priority DESC, seq LIMIT {limit}"
-        ") RETURNING {columns}"
+        "UPDATE mqlite_message SET state = 'locked', "
+        "lock_token = lower(hex(randomblob(16))), "
+        "locked_until = %s, locked_by = %s, visible_at = %s, "
+        "delivery_count = delivery_count + 1 WHERE seq IN ({pick}) RETURNING {columns}"
     ),
 }
+
+# -- name: claim_and_delete ------------------------------------------------------------------
+# Invariant: receive-and-delete: the rows of {pick} are removed in the statement that
+# picked them, returned with the delivery they count for, never locked. Parameters:
+# {pick}'s. Returns ``ClaimedRow``s. The same on every vendor.
+CLAIM_AND_DELETE = "DELETE FROM mqlite_message WHERE seq IN ({pick}) RETURNING {columns}"
 
 _CLAIMED_COLUMNS = columns(ClaimedRow)
 #: A deleted row counts the delivery it is handed out for (nothing writes it back).
@@ -151,20 +142,20 @@ _claim_sql: dict[tuple[str, bool, str, bool], str] = {}
 def _claim_statement(
     dialect: Dialect, delete: bool, limit: str = "%s", budgeted: bool = False
 ) -> str:
-    """The vendor's ``CLAIM`` (or ``CLAIM_AND_DELETE``) with its ``{limit}``: a
-    parameter, or for a queue with a rate or in-flight limit the budget subquery of
-    ``limits.budget``; ``budgeted`` narrows the pick to the byte budget (one more
-    parameter, after the pick's)."""
+    """The vendor's ``CLAIM`` (or ``CLAIM_AND_DELETE``) over its ``PICK`` with the
+    pick's ``{limit}``: a parameter, or for a queue with a rate or in-flight limit the
+    budget subquery of ``limits.budget``; ``budgeted`` narrows the pick to the byte
+    budget (one more parameter, after the pick's)."""
     key = (dialect.vendor, delete, limit, budgeted)
     sql = _claim_sql.get(key)
     if sql is None:
-        template = (CLAIM_AND_DELETE if delete else CLAIM)[dialect.vendor]
-        sql = template.format(limit=limit, columns=_DELETED_COLUMNS if delete else _CLAIMED_COLUMNS)
+        pick = PICK[dialect.vendor].format(limit=limit)
         if budgeted:
-            head, rest = sql.split(" WHERE seq IN (", 1)
-            pick, tail = rest.rsplit(") RETURNING ", 1)
-            order = "priority DESC, seq"
-            sql = f"{head} WHERE seq IN ({fitting(dialect, pick, order)}) RETURNING {tail}"
+            pick = fitting(dialect, pick, "priority DESC, seq")
+        if delete:
+            sql = CLAIM_AND_DELETE.format(pick=pick, columns=_DELETED_COLUMNS)
+        else:
+            sql = CLAIM[dialect.vendor].format(pick=pick, columns=_CLAIMED_COLUMNS)
         _claim_sql[key] = sql
     return sql
 
