@@ -19,6 +19,7 @@ function that decides what a burial entails:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from django.db.backends.utils import CursorWrapper
 
@@ -33,8 +34,13 @@ CAUSES = ("exhausted", "rejected", "expired")
 #: The reason of a message buried on its last allowed delivery (abandon or lease expiry).
 EXHAUSTED_REASON = "MaxDeliveryCountExceeded"
 
-#: (queue id, seq, order_key) of a row a statement has just dead-lettered.
-Buried = tuple[int, int, str | None]
+
+class Buried(NamedTuple):
+    """A row a statement has just dead-lettered: its queue, seq and line."""
+
+    queue_id: int
+    seq: int
+    order_key: str | None
 
 
 def buried(
@@ -51,10 +57,10 @@ def buried(
     assert cause in CAUSES
     if not rows:
         return {}
-    lines.release_by_queue(cursor, dialect, [(q, key) for q, _, key in rows])
+    lines.release_by_queue(cursor, dialect, [(r.queue_id, r.order_key) for r in rows])
     per_queue: dict[int, list[int]] = {}
-    for queue_id, seq, _ in rows:
-        per_queue.setdefault(queue_id, []).append(seq)
+    for r in rows:
+        per_queue.setdefault(r.queue_id, []).append(r.seq)
     for queue_id, seqs in per_queue.items():
         totals.bump_totals(cursor, dialect, queue_id, dead_lettered=len(seqs), **{cause: len(seqs)})
     sources = _forwarding_sources(cursor, sorted(per_queue), source)

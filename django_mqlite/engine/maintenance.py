@@ -16,7 +16,7 @@ from django.db.backends.utils import CursorWrapper
 from ..conf import mqlite_settings
 from . import databases, history, lines, totals
 from .clock import now_ms
-from .dead_letters import EXHAUSTED_REASON, buried
+from .dead_letters import EXHAUSTED_REASON, Buried, buried
 from .dialects import Dialect
 from .redrive import delete_rows
 from .rows import QUEUE_COLUMNS, QueueRow
@@ -75,7 +75,7 @@ def apply_reclaimed(cursor: CursorWrapper, dialect: Dialect, rows: list[Any]) ->
     for queue_id, c in per_queue.items():
         total = c["active"] + c["dead_lettered"]
         totals.bump_totals(cursor, dialect, queue_id, reclaimed=total, retried=c["active"])
-    dead = [(q, seq, key) for q, state, key, seq in rows if state == "dead_lettered"]
+    dead = [Buried(q, seq, key) for q, state, key, seq in rows if state == "dead_lettered"]
     buried(cursor, dialect, dead, "exhausted")
 
 
@@ -211,7 +211,7 @@ def expire_ttl(alias: str) -> int:
             [TTL_EXPIRED, now, now, True, _chunk()],
         )
         rows = cursor.fetchall()
-        buried(cursor, dialect, [(q, seq, key) for q, key, seq in rows], "expired")
+        buried(cursor, dialect, [Buried(q, seq, key) for q, key, seq in rows], "expired")
         return len(rows)
 
     def drop(cursor: CursorWrapper, dialect: Dialect, now: int) -> int:

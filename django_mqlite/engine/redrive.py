@@ -17,7 +17,7 @@ from ..conf import mqlite_settings
 from ..exceptions import InvalidArgumentError
 from . import arguments, batches, databases, lines, totals
 from .clock import now_ms
-from .dead_letters import buried, move_rows
+from .dead_letters import Buried, buried, move_rows
 from .dialects import Dialect
 from .rows import load_queue
 from .types import State
@@ -191,5 +191,6 @@ def bury(
         row = cursor.fetchone()
         if row is None:
             return False
-        buried(cursor, dialect, [(q.id, seq, row[0])], "rejected", source=q)
+        (order_key,) = row
+        buried(cursor, dialect, [Buried(q.id, seq, order_key)], "rejected", source=q)
         return True

@@ -34,7 +34,7 @@ from django.db.backends.utils import CursorWrapper
 from ..exceptions import InvalidArgumentError, LockLostError
 from . import arguments, canonical_json, databases, heartbeat, lines, receipts, totals
 from .clock import from_ms, now_ms
-from .dead_letters import buried
+from .dead_letters import Buried, buried
 from .dialects import Dialect
 from .rows import QueueRow, load_queue
 from .settle_items import (
@@ -199,7 +199,7 @@ def abandon_many(
             [*params, mx, now, mx, mx, now, *fence_params],
         )
         rows = [MovedRow(*r) for r in cursor.fetchall()]
-        dead = [(q.id, r.seq, r.order_key) for r in rows if r.state == "dead_lettered"]
+        dead = [Buried(q.id, r.seq, r.order_key) for r in rows if r.state == "dead_lettered"]
         totals.bump_totals(
             cursor, dialect, q.id, abandoned=len(rows), retried=len(rows) - len(dead)
         )
@@ -244,7 +244,7 @@ def reject_many(
             [*params, now, *fence_params],
         )
         rows = [MovedRow(*r) for r in cursor.fetchall()]
-        dead = [(q.id, r.seq, r.order_key) for r in rows]
+        dead = [Buried(q.id, r.seq, r.order_key) for r in rows]
         return _with_burials(cursor, dialect, q, rows, dead, "rejected")
 
     requests = [(c[0], c[1], receipts.reject_args(c[2], c[3])) for c in checked]
@@ -272,7 +272,7 @@ def _with_burials(
     dialect: Dialect,
     q: QueueRow,
     rows: Sequence[MovedRow],
-    dead: Sequence[tuple[int, int, str | None]],
+    dead: Sequence[Buried],
     cause: str,
 ) -> Done:
     """The outcome of each row an abandon or reject moved,
