@@ -73,7 +73,7 @@ def fitting(dialect: Dialect, pick: str, order: str) -> str:
     )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ClaimedRow(MessageRow):
     """A row the claim returns: the message's columns and the line it held."""
 

@@ -12,7 +12,7 @@ from .rows import QUEUE_COLUMNS, MessageRow, QueueRow, columns, load_queue, mess
 from .types import TOTAL_NAMES, Peeked, QueueStats, State, ms_or_none
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class PeekRow(MessageRow):
     """A row ``peek`` reads: the message's columns and where it stands."""
 

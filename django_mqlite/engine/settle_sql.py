@@ -25,7 +25,7 @@ from .types import Completion
 # statement's RETURNING list (tests/engine/test_rows.py holds them to it).
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class LeftRow:
     """A row a completion took: its seq and the line it left (``RETURNING seq,
     order_key``)."""
@@ -34,7 +34,7 @@ class LeftRow:
     order_key: str | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class MovedRow:
     """A row an abandon or a reject moved: its seq, its new state and its line."""
 
@@ -43,7 +43,7 @@ class MovedRow:
     order_key: str | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class RenewedRow:
     """A row a renewal extended, with its new lease deadline (ms)."""
 
