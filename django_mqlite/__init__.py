@@ -18,7 +18,7 @@ from .engine import clock
 from .engine.aio import apeek, areceive, asend, asend_batch, astats
 from .engine.claim import receive, receive_deferred
 from .engine.control import pause_queue, resume_queue
-from .engine.core import database_of
+from .engine.databases import database_of
 from .engine.history import history
 from .engine.inspect import peek, stats
 from .engine.maintenance import reap

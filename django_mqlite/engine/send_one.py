@@ -22,7 +22,7 @@ from typing import Any
 
 from django.db import connections, transaction
 
-from . import core, prepared, wakeup
+from . import databases, prepared, wakeup
 from .dialects import Dialect
 from .prepare import Row
 from .types import TOTAL_NAMES
@@ -193,7 +193,7 @@ _SQLITE_INSERT = (
 def try_send(alias: str, queue: str, row: Row, now: int) -> int | None:
     """Send ``row`` in one statement; its seq, or None when the general path must run
     (the queue is missing, ordered, deduplicating by content, ...)."""
-    cursor, dialect = core.ctx(alias)
+    cursor, dialect = databases.ctx(alias)
     notify = dialect.has_listen_notify and not wake_pending(alias, queue)
     counted: Counted | None = _pending(alias, Counted, queue) if dialect.defers_counts else None
     params: list[Any] = [queue, False]  # the queue's name; content_dedup must be off

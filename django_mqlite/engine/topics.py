@@ -38,11 +38,12 @@ from ..exceptions import (
     TopicExistsError,
     TopicNotFoundError,
 )
-from . import core, filters, send, send_one
+from . import arguments, canonical_json, databases, filters, send, send_one
 from .admission import admit
 from .clock import from_ms, now_ms
 from .dialects import Dialect
 from .prepare import Row
+from .rows import load_queue
 from .types import Ordering, OutMessage, Subscription, Topic
 
 
@@ -55,7 +56,7 @@ def _declared(topic: str) -> Mapping[str, Any]:
 def alias_of(using: str | None, topic: str) -> str:
     """The database of ``topic``: the one ``MQLITE["TOPICS"]`` names, else ``using``,
     else ``MQLITE["DATABASE"]`` (an explicit other ``using`` is refused)."""
-    core.check_queue_name(topic)
+    arguments.check_queue_name(topic)
     declared = _declared(topic).get("database")
     if isinstance(declared, str) and declared:
         if using is not None and using != declared:
@@ -80,7 +81,7 @@ def _lock_topic(cursor: CursorWrapper, dialect: Dialect, name: str, *, exclusive
 def create_topic(name: str, *, using: str | None = None) -> Topic:
     """Create a topic; TopicExistsError if it exists."""
     alias = alias_of(using, name)
-    cursor, _ = core.ctx(alias)
+    cursor, _ = databases.ctx(alias)
     with transaction.atomic(using=alias):
         now = now_ms()
         cursor.execute(
@@ -96,7 +97,7 @@ def create_topic(name: str, *, using: str | None = None) -> Topic:
 def delete_topic(name: str, *, using: str | None = None) -> None:
     """Delete a topic and its subscriptions (the queues and their messages stay)."""
     alias = alias_of(using, name)
-    cursor, dialect = core.ctx(alias)
+    cursor, dialect = databases.ctx(alias)
     with transaction.atomic(using=alias):
         topic_id = _lock_topic(cursor, dialect, name, exclusive=True)
         cursor.execute("DELETE FROM mqlite_subscription WHERE topic_id = %s", [topic_id])
@@ -111,27 +112,27 @@ def subscribe(
     queue, or a queue on another database: a typed error, nothing written."""
     checked = filters.validate(filter)
     alias = alias_of(using, topic)
-    core.check_queue_name(queue)
+    arguments.check_queue_name(queue)
     # A queue MQLITE["QUEUES"] declares lives on its declared database (by default
     # MQLITE["DATABASE"]); one made at run time must exist on the topic's database.
     is_declared = queue in (mqlite_settings.QUEUES or {})
-    declared = core.declared_database(queue) or mqlite_settings.DATABASE
+    declared = databases.declared_database(queue) or mqlite_settings.DATABASE
     if is_declared and declared != alias:
         raise CrossDatabaseError(
             f"queue {queue!r} lives on database {declared!r}, "
             f"topic {topic!r} on {alias!r}: a publish cannot reach it"
         )
-    cursor, dialect = core.ctx(alias)
+    cursor, dialect = databases.ctx(alias)
     with transaction.atomic(using=alias):
         topic_id = _lock_topic(cursor, dialect, topic, exclusive=True)
-        q = core.load_queue(cursor, queue)
+        q = load_queue(cursor, queue)
         now = now_ms()
         cursor.execute(
             "INSERT INTO mqlite_subscription (topic_id, queue_id, filter, created_at) "
             f"VALUES (%s, %s, {dialect.json_param()}, %s) "
             "ON CONFLICT (topic_id, queue_id) DO UPDATE SET filter = excluded.filter "
             "RETURNING created_at",
-            [topic_id, q.id, None if checked is None else core.dumps(checked), now],
+            [topic_id, q.id, None if checked is None else canonical_json.dumps(checked), now],
         )
         created_at = int(cursor.fetchone()[0])
     return Subscription(topic=topic, queue=queue, filter=checked, created_at=from_ms(created_at))
@@ -140,8 +141,8 @@ def subscribe(
 def unsubscribe(topic: str, queue: str, *, using: str | None = None) -> bool:
     """Remove ``queue``'s subscription to ``topic``; False if it had none."""
     alias = alias_of(using, topic)
-    core.check_queue_name(queue)
-    cursor, dialect = core.ctx(alias)
+    arguments.check_queue_name(queue)
+    cursor, dialect = databases.ctx(alias)
     with transaction.atomic(using=alias):
         topic_id = _lock_topic(cursor, dialect, topic, exclusive=True)
         cursor.execute(
@@ -169,7 +170,7 @@ def get_topic(name: str, *, using: str | None = None) -> Topic:
 
 def list_topics(*, using: str | None = None, name: str | None = None) -> list[Topic]:
     """Every topic of database ``using`` (default ``MQLITE["DATABASE"]``), by name."""
-    cursor, dialect = core.ctx(using or mqlite_settings.DATABASE)
+    cursor, dialect = databases.ctx(using or mqlite_settings.DATABASE)
     where, params = ("WHERE name = %s", [name]) if name is not None else ("", [])
     cursor.execute(f"SELECT name, created_at FROM mqlite_topic {where} ORDER BY name", params)
     topics = {n: Topic(name=n, created_at=from_ms(c), subscriptions=[]) for n, c in cursor}
@@ -197,7 +198,7 @@ def publish(
     alias = alias_of(using, topic)
     now = now_ms()
     row = admit(msg, now)
-    cursor, dialect = core.ctx(alias)
+    cursor, dialect = databases.ctx(alias)
     # Reads and one write statement need no savepoint inside the caller's transaction
     # (a statement is atomic on its own, as the one-statement send); outside one, the
     # lock must last until the copies are written, so the publish opens a transaction.

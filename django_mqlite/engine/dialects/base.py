@@ -30,6 +30,12 @@ class Dialect:
     defers_counts = False
     #: A statement may write in a CTE (``WITH m AS (INSERT ... RETURNING ...) ...``).
     writable_cte = False
+    #: A session can keep a parsed and planned statement (``PREPARE``/``EXECUTE``;
+    #: ``engine/prepared.py``).
+    supports_prepare = False
+    #: A JSON column keeps the text it is given (SQLite's TEXT) rather than parsing it
+    #: into a binary type that refuses what JSON cannot hold (PostgreSQL's jsonb).
+    json_is_text = False
 
     def new_token_sql(self) -> str:
         """An expression producing a fresh random 128-bit token as 32 hex characters."""
