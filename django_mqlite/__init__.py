@@ -44,6 +44,7 @@ from .engine.topics import (
     list_topics,
     publish,
     subscribe,
+    topic_database,
     unsubscribe,
 )
 from .engine.types import (
@@ -142,6 +143,7 @@ __all__ = [
     "send_batch",
     "stats",
     "subscribe",
+    "topic_database",
     "unsubscribe",
     "update_queue",
 ]

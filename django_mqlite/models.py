@@ -393,6 +393,10 @@ class Topic(models.Model):
 
     name = models.CharField(max_length=80, unique=True)
     created_at = models.BigIntegerField()
+    #: A fresh random value at every change of the topic's subscriptions (and of a
+    #: subscribed queue's ordering or dedup): a publisher's cached statement runs only
+    #: while it still matches (``engine/fanout.py``).
+    version = models.BigIntegerField(default=0)
 
     class Meta:
         db_table = "mqlite_topic"
@@ -421,3 +425,30 @@ class Subscription(models.Model):
 
     def __str__(self) -> str:
         return f"{self.topic_id} -> {self.queue_id}"
+
+
+class TopicTotals(models.Model):
+    """Lifetime counters of a topic: the row with ``queue_id`` 0 counts publishes,
+    each other row the copies its queue received from the topic. Sharded like
+    ``QueueTotals`` (on PostgreSQL each session adds to a shard of its own, so
+    concurrent publishers do not queue on one row); no foreign keys, so that a
+    publish's counting adds no check at commit. Removed with their topic, subscription
+    or queue."""
+
+    topic_id = models.BigIntegerField()
+    queue_id = models.BigIntegerField()
+    shard = models.SmallIntegerField(default=0)
+    published = models.BigIntegerField(default=0)
+    delivered = models.BigIntegerField(default=0)
+
+    class Meta:
+        db_table = "mqlite_topic_totals"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["topic_id", "queue_id", "shard"], name="mqlite_topic_totals_shard"
+            ),
+        ]
+        indexes = [models.Index(fields=["queue_id"], name="mqlite_topic_totals_queue")]
+
+    def __str__(self) -> str:
+        return f"{self.topic_id}/{self.queue_id}"

@@ -27,6 +27,8 @@ class Dialect:
     defers_counts = False
     #: A statement may write in a CTE (``WITH m AS (INSERT ... RETURNING ...) ...``).
     writable_cte = False
+    #: The SQL type a body is cast to.
+    blob_type = "blob"
 
     def new_token_sql(self) -> str:
         """An expression producing a fresh random 128-bit token as 32 hex characters."""
