@@ -45,6 +45,7 @@ from .engine.topics import (
     publish,
     subscribe,
     topic_database,
+    topic_totals,
     unsubscribe,
 )
 from .engine.types import (
@@ -144,6 +145,7 @@ __all__ = [
     "stats",
     "subscribe",
     "topic_database",
+    "topic_totals",
     "unsubscribe",
     "update_queue",
 ]

@@ -202,6 +202,30 @@ def list_topics(*, using: str | None = None, name: str | None = None) -> list[To
     return list(topics.values())
 
 
+def topic_totals(*, using: str | None = None) -> dict[str, dict[str, Any]]:
+    """Lifetime counters of every topic on database ``using``: ``{topic: {"published":
+    n, "delivered": {queue: copies}}}`` (a subscription that never got a copy: 0). A
+    rolled-back publish counts nowhere: the counters are written in its transaction."""
+    alias = using or mqlite_settings.DATABASE
+    cursor, _ = core.ctx(alias)
+    out: dict[str, dict[str, Any]] = {
+        t.name: {"published": 0, "delivered": {s.queue: 0 for s in t.subscriptions}}
+        for t in list_topics(using=alias)
+    }
+    cursor.execute(
+        "SELECT t.name, c.queue_id, q.name, SUM(c.published), SUM(c.delivered) "
+        "FROM mqlite_topic_totals c JOIN mqlite_topic t ON t.id = c.topic_id "
+        "LEFT JOIN mqlite_queue q ON q.id = c.queue_id GROUP BY t.name, c.queue_id, q.name"
+    )
+    for topic, queue_id, queue, published, delivered in cursor.fetchall():
+        entry = out.get(topic)  # None: made after the listing above
+        if entry is not None and queue_id == 0:
+            entry["published"] = int(published)
+        elif entry is not None and queue in entry["delivered"]:
+            entry["delivered"][queue] = int(delivered)
+    return out
+
+
 def publish(
     topic: str,
     body: Any,
