@@ -38,7 +38,7 @@ from ..exceptions import (
     TopicExistsError,
     TopicNotFoundError,
 )
-from . import core, fanout, filters, send, send_one
+from . import admission, core, fanout, filters, send, send_one
 from .admission import admit
 from .clock import from_ms, now_ms
 from .dialects import Dialect
@@ -200,6 +200,39 @@ def list_topics(*, using: str | None = None, name: str | None = None) -> list[To
             sub = Subscription(t, q, dialect.load_json(f), from_ms(created))
             topics[t].subscriptions.append(sub)
     return list(topics.values())
+
+
+def matching_queues(
+    topic: str,
+    *,
+    subject: str | None = None,
+    properties: dict[str, Any] | None = None,
+    using: str | None = None,
+) -> list[str]:
+    """The queues subscribed to ``topic`` whose filter takes a message with ``subject``
+    and ``properties``, by name: the filters compiled and run by the database exactly
+    as a publish runs them (``fanout.where_of``), and nothing written. Subject and
+    properties pass admission's checks first (InvalidArgumentError)."""
+    alias = alias_of(using, topic)
+    row_subject = admission.text(subject, "subject", 256)
+    row_properties = admission.properties(properties)
+    cursor, dialect = core.ctx(alias)
+    cursor.execute("SELECT id FROM mqlite_topic WHERE name = %s", [topic])
+    found = cursor.fetchone()
+    if found is None:
+        raise TopicNotFoundError(f"topic {topic!r} does not exist")
+    cursor.execute("SELECT id, filter FROM mqlite_subscription WHERE topic_id = %s", [found[0]])
+    subs = [(int(i), dialect.load_json(f)) for i, f in cursor.fetchall()]
+    where, params = fanout.where_of(dialect, subs)
+    if where is None:
+        return []
+    cursor.execute(
+        "SELECT q.name FROM mqlite_subscription s JOIN mqlite_queue q ON q.id = s.queue_id "
+        f"CROSS JOIN ({fanout.message_sql(dialect)}) AS m WHERE s.topic_id = %s AND {where} "
+        "ORDER BY q.name",
+        [row_subject, row_properties, found[0], *params],
+    )
+    return [str(r[0]) for r in cursor.fetchall()]
 
 
 def topic_totals(*, using: str | None = None) -> dict[str, dict[str, Any]]:
