@@ -415,6 +415,9 @@ class Subscription(models.Model):
     queue = models.ForeignKey(Queue, on_delete=models.CASCADE, related_name="+")
     filter = models.JSONField(null=True, blank=True)
     created_at = models.BigIntegerField()
+    #: A task subscription (``mq.subscribe_task``): the dotted path of the task each
+    #: matching publish is enqueued as, on this queue, by the Tasks backend (signed).
+    task = models.CharField(max_length=200, null=True, blank=True)
 
     class Meta:
         db_table = "mqlite_subscription"

@@ -166,7 +166,8 @@ def _postgres_sql(dialect: Dialect, where: str) -> str:
         f"delivered) SELECT t.id, 0, {shard}, 1, 0 FROM t UNION ALL "
         f"SELECT %s, queue_id, {shard}, 0, count(*) FROM ins GROUP BY queue_id {_COUNT_SET}) "
         "SELECT 0, NULL FROM t UNION ALL "
-        "SELECT q.id, pg_notify('mqlite', q.name) FROM ins JOIN mqlite_queue q ON q.id = ins.queue_id"
+        "SELECT q.id, pg_notify('mqlite', q.name) "
+        "FROM ins JOIN mqlite_queue q ON q.id = ins.queue_id"
     )
 
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from contextlib import nullcontext
-from typing import Any
+from typing import Any, Protocol
 
 from django.db import connections, transaction
 from django.db.backends.utils import CursorWrapper
@@ -44,6 +44,22 @@ from .clock import from_ms, now_ms
 from .dialects import Dialect
 from .prepare import Row
 from .types import Ordering, OutMessage, Subscription, Topic
+
+
+class TaskDelivery(Protocol):
+    """What the Tasks integration (``tasks/topics.py``) does for topics; the engine
+    knows no task, so it asks."""
+
+    def refusal(self, queue: str) -> str | None:
+        """Why ``queue`` takes no plain subscription (it runs tasks), or None."""
+
+    def deliver(self, topic: str, task: str, msg: OutMessage, using: str) -> None:
+        """Enqueue the published ``msg`` as a call of ``task``, in the caller's
+        transaction (InvalidArgumentError when it cannot be one)."""
+
+
+#: Installed by the Tasks integration when the app is ready (``tasks/plugin.py``).
+task_delivery: TaskDelivery | None = None
 
 
 def _declared(topic: str) -> Mapping[str, Any]:
@@ -118,12 +134,25 @@ def delete_topic(name: str, *, using: str | None = None) -> None:
 
 
 def subscribe(
-    topic: str, queue: str, filter: Any = None, *, using: str | None = None
+    topic: str,
+    queue: str,
+    filter: Any = None,
+    *,
+    using: str | None = None,
+    task: str | None = None,
 ) -> Subscription:
     """Subscribe ``queue`` to ``topic`` with ``filter`` (None: every message), or
     replace the filter of its subscription. A malformed filter, an unknown topic or
-    queue, or a queue on another database: a typed error, nothing written."""
+    queue, or a queue on another database: a typed error, nothing written.
+
+    A queue that runs Django tasks takes no copies (its worker runs only envelopes its
+    backend signed): subscribe a task to it with ``mq.subscribe_task``, which passes
+    ``task``."""
     checked = filters.validate(filter)
+    if task is None and task_delivery is not None:
+        refused = task_delivery.refusal(queue)
+        if refused is not None:
+            raise InvalidArgumentError(refused)
     alias = alias_of(using, topic)
     core.check_queue_name(queue)
     # A queue MQLITE["QUEUES"] declares lives on its declared database (by default
@@ -141,14 +170,14 @@ def subscribe(
         q = core.load_queue(cursor, queue)
         now = now_ms()
         cursor.execute(
-            "INSERT INTO mqlite_subscription (topic_id, queue_id, filter, created_at) "
-            f"VALUES (%s, %s, {dialect.json_param()}, %s) "
-            "ON CONFLICT (topic_id, queue_id) DO UPDATE SET filter = excluded.filter "
-            "RETURNING created_at",
-            [topic_id, q.id, None if checked is None else core.dumps(checked), now],
+            "INSERT INTO mqlite_subscription (topic_id, queue_id, filter, created_at, task) "
+            f"VALUES (%s, %s, {dialect.json_param()}, %s, %s) "
+            "ON CONFLICT (topic_id, queue_id) DO UPDATE SET filter = excluded.filter, "
+            "task = excluded.task RETURNING created_at",
+            [topic_id, q.id, None if checked is None else core.dumps(checked), now, task],
         )
         created_at = int(cursor.fetchone()[0])
-    return Subscription(topic=topic, queue=queue, filter=checked, created_at=from_ms(created_at))
+    return Subscription(topic, queue, checked, from_ms(created_at), task)
 
 
 def unsubscribe(topic: str, queue: str, *, using: str | None = None) -> bool:
@@ -175,8 +204,8 @@ def unsubscribe(topic: str, queue: str, *, using: str | None = None) -> bool:
 
 _SUBSCRIPTIONS = (
     "SELECT s.id, t.name, q.name, s.filter, s.created_at, q.ordering, q.dedup_window_ms, "
-    "q.content_dedup, q.id FROM mqlite_subscription s JOIN mqlite_topic t ON t.id = s.topic_id "
-    "JOIN mqlite_queue q ON q.id = s.queue_id"
+    "q.content_dedup, q.id, s.task FROM mqlite_subscription s "
+    "JOIN mqlite_topic t ON t.id = s.topic_id JOIN mqlite_queue q ON q.id = s.queue_id"
 )
 
 
@@ -195,9 +224,9 @@ def list_topics(*, using: str | None = None, name: str | None = None) -> list[To
     cursor.execute(f"SELECT name, created_at FROM mqlite_topic {where} ORDER BY name", params)
     topics = {n: Topic(name=n, created_at=from_ms(c), subscriptions=[]) for n, c in cursor}
     cursor.execute(f"{_SUBSCRIPTIONS} ORDER BY s.id")
-    for _, t, q, f, created, *_ in cursor.fetchall():
+    for _, t, q, f, created, *_, task in cursor.fetchall():
         if t in topics:
-            sub = Subscription(t, q, dialect.load_json(f), from_ms(created))
+            sub = Subscription(t, q, dialect.load_json(f), from_ms(created), task)
             topics[t].subscriptions.append(sub)
     return list(topics.values())
 
@@ -322,13 +351,15 @@ def _publish_locked(
     subs = cursor.fetchall()
     names = {r[8]: r[2] for r in subs}  # queue id -> name
     queue_of = {r[0]: r[8] for r in subs}  # subscription id -> queue id
+    tasks = {r[0]: r[9] for r in subs if r[9] is not None}  # subscription id -> task
     every: list[tuple[int, Any]] = []
     fast: list[tuple[int, Any]] = []
     general: dict[int, tuple[str, Any]] = {}
-    for sub_id, _, queue, raw, _, ordering, dedup_ms, content_dedup, _ in subs:
+    for sub_id, _, queue, raw, _, ordering, dedup_ms, content_dedup, _, task in subs:
         stored = dialect.load_json(raw)
         every.append((sub_id, stored))
-        if ordering == Ordering.STANDARD.value and not (dedup_ms > 0 and content_dedup):
+        standard = ordering == Ordering.STANDARD.value and not (dedup_ms > 0 and content_dedup)
+        if standard and task is None:
             fast.append((sub_id, stored))
         else:
             general[sub_id] = (queue, stored)
@@ -350,10 +381,22 @@ def _publish_locked(
         for where, where_params in groups:
             queue_ids += _insert_copies(cursor, dialect, topic_id, row, now, where, where_params)
         for sub_id in _matching(cursor, dialect, row, list(general.items())):
-            send._send(general[sub_id][0], [msg], using=alias, single=True, now=now)
+            if sub_id in tasks:
+                _deliver_task(topic, tasks[sub_id], msg, alias)
+            else:
+                send._send(general[sub_id][0], [msg], using=alias, single=True, now=now)
             queue_ids.append(queue_of[sub_id])
         fanout.count(cursor, dialect, topic_id, queue_ids)
     return [names[i] for i in queue_ids]
+
+
+def _deliver_task(topic: str, task: str, msg: OutMessage, alias: str) -> None:
+    if task_delivery is None:
+        raise InvalidArgumentError(
+            f"topic {topic!r} has a task subscription ({task!r}) and no Tasks integration "
+            "is installed to enqueue it"
+        )
+    task_delivery.deliver(topic, task, msg, alias)
 
 
 def wake(alias: str, queues: list[str]) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.test import override_settings
 from rest_framework.test import APIClient
 
 import django_mqlite as mq
@@ -165,9 +166,20 @@ def test_nobody_and_anonymous(nobody: APIClient, anon: APIClient, topic: str) ->
 def test_a_topic_feeding_a_tasks_queue_is_not_published_over_http(
     api: APIClient, topic: str
 ) -> None:
+    from tests.workerproject.recorder import tasks
+
     mq.create_queue("tasks")
-    mq.subscribe("orders", "tasks")
+    mq.subscribe_task("orders", tasks.on_event)
     r = api.post(url("topics/orders/publish/"), {"body": {"task": "os.system"}}, format="json")
     error(r, 403, "permission_denied")
     assert "runs Django tasks" in r.json()["message"]
     assert live("billing", "audit", "tasks") == 0
+    # Open to remote sends, the task subscription takes the publish as a signed call.
+    with override_settings(MQLITE={"OPEN_TASK_QUEUES": ["tasks"]}):
+        r = api.post(url("topics/orders/publish/"), {"body": {"n": 1}}, format="json")
+    assert r.status_code == 201 and r.json() == {"reached": 2}, r.content
+    (call,) = mq.peek("tasks")
+    assert call.json()["args"] == [
+        {"topic": "orders", "subject": None, "properties": None, "body": {"n": 1}}
+    ]
+    assert "signature" in call.json()

@@ -9,7 +9,8 @@ Permissions, per queue as everywhere in this API (``permissions.QueuePermission`
   what arrives in it);
 - publishing is ``send`` on **every** queue subscribed to the topic: a publish writes a
   message into each of them, so it asks what a send to each would ask, and a queue that
-  takes no remote sends (a Tasks queue) makes the topic unpublishable over HTTP. The
+  takes no remote sends (a Tasks queue not in ``OPEN_TASK_QUEUES``) makes the topic
+  unpublishable over HTTP. The
   check runs before the publish (nothing written on a 403) and again after it, inside
   the same transaction, over the subscriptions the publish saw: a subscription made in
   between cannot slip a queue past it.
@@ -147,9 +148,11 @@ class PublishView(TopicsMixin):
     def require_publish(self, topic: mq.Topic) -> None:
         tasks = task_queue_names()
         for sub in topic.subscriptions:
-            if not accepts_remote_sends(sub.queue) or sub.queue in tasks:
-                # An open Tasks queue takes task calls, signed for it one by one: a
-                # fan-out of one body cannot be that.
+            # A Tasks queue is published to over HTTP only as a remote send to it would
+            # be (OPEN_TASK_QUEUES), and only through a task subscription (a signed
+            # call of the task the queue's owner subscribed, never a copy).
+            plain_copy = sub.queue in tasks and sub.task is None
+            if not accepts_remote_sends(sub.queue) or plain_copy:
                 raise PermissionDenied(task_queue_refusal(sub.queue))
             if not self.queue_allowed("send", sub.queue):
                 raise PermissionDenied(
