@@ -396,7 +396,7 @@ class Topic(models.Model):
     #: A fresh random value at every change of the topic's subscriptions (and of a
     #: subscribed queue's ordering or dedup): a publisher's cached statement runs only
     #: while it still matches (``engine/fanout.py``).
-    version = models.BigIntegerField(default=0)
+    version = models.BigIntegerField(default=0, db_default=0)
 
     class Meta:
         db_table = "mqlite_topic"

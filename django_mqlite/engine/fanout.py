@@ -31,7 +31,8 @@ no subscription.
 from __future__ import annotations
 
 import secrets
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.db.backends.utils import CursorWrapper
@@ -42,6 +43,10 @@ from .prepare import Row
 
 #: Plans kept per process, at most (then the cache starts again).
 MAX_PLANS = 1024
+#: A plan is read afresh after this long even when its version still matches: a
+#: subscription changed by a process that does not set versions (an older release
+#: during a rolling upgrade, a hand edit) is seen within this bound.
+PLAN_TTL_S = 30.0
 
 
 def new_version() -> int:
@@ -69,13 +74,17 @@ class Plan:
     names: dict[int, str]  # queue id -> queue name, of every subscription
     where: str | None
     params: list[Any]
+    made: float = field(default_factory=time.monotonic)
 
 
 _plans: dict[tuple[str, str], Plan] = {}
 
 
 def cached(alias: str, topic: str) -> Plan | None:
-    return _plans.get((alias, topic))
+    plan = _plans.get((alias, topic))
+    if plan is not None and time.monotonic() - plan.made > PLAN_TTL_S:
+        return None
+    return plan
 
 
 def remember(alias: str, topic: str, plan: Plan) -> None:

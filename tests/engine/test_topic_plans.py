@@ -103,3 +103,18 @@ def test_counters(topic: str) -> None:
     with connection.cursor() as c:
         c.execute("SELECT count(*) FROM mqlite_topic_totals WHERE queue_id <> 0")
         assert c.fetchone()[0] == 0
+
+
+def test_a_plan_is_read_afresh_after_its_ttl(topic: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert mq.publish(topic, 1) == 1
+    mq.create_queue("c")
+    with connection.cursor() as c:  # a change that sets no version (an older release)
+        c.execute(
+            "INSERT INTO mqlite_subscription (topic_id, queue_id, filter, created_at) "
+            "SELECT t.id, q.id, NULL, 0 FROM mqlite_topic t, mqlite_queue q "
+            "WHERE t.name = 'ev' AND q.name = 'c'"
+        )
+    assert mq.publish(topic, 2) == 1  # the plan still holds
+    monkeypatch.setattr(fanout, "PLAN_TTL_S", 0.0)
+    assert mq.publish(topic, 3) == 2
+    assert [m.body for m in mq.peek("c")] == [b"3"]
