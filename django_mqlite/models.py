@@ -451,7 +451,8 @@ class TopicTotals(models.Model):
                 fields=["topic_id", "queue_id", "shard"], name="mqlite_topic_totals_shard"
             ),
         ]
-        indexes = [models.Index(fields=["queue_id"], name="mqlite_topic_totals_queue")]
+        # No index on queue_id: the table holds a few rows per subscription, and every
+        # index is one more page a publish writes at commit.
 
     def __str__(self) -> str:
         return f"{self.topic_id}/{self.queue_id}"
