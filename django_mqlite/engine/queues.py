@@ -11,7 +11,7 @@ from django.db import transaction
 
 from ..conf import mqlite_settings
 from ..exceptions import InvalidArgumentError, QueueExistsError, QueueNotEmptyError
-from . import arguments, batches, databases, limits, lines
+from . import arguments, batches, databases, fanout, limits, lines
 from .clock import now_ms
 from .rows import QUEUE_COLUMNS, QueueRow, load_queue
 from .types import Ordering, Queue
@@ -202,6 +202,8 @@ def update_queue(name: str, *, using: str | None = None, **options: Any) -> Queu
         cursor.execute(
             f"UPDATE mqlite_queue SET {sets} WHERE id = %s", [*cols.values(), current.id]
         )
+        if {"ordering", "dedup_window_ms", "content_dedup"} & set(cols):
+            fanout.changed_queue(cursor, current.id)  # its topics' publishers re-plan
         return load_queue(cursor, name).public()
 
 
@@ -246,7 +248,14 @@ def delete_queue(name: str, *, force: bool = False, using: str | None = None) ->
                 f"queue {name!r} still holds messages (live, dead-lettered or kept "
                 "results); pass force=True to delete it"
             )
-        tables = ("mqlite_message", "mqlite_attempt", "mqlite_dedup", "mqlite_totals")
+        fanout.changed_queue(cursor, q.id)
+        tables = (
+            "mqlite_message",
+            "mqlite_attempt",
+            "mqlite_dedup",
+            "mqlite_totals",
+            "mqlite_topic_totals",
+        )
         # Its subscriptions go with it: a queue of the same name made later is not subscribed.
         for table in (*tables, "mqlite_subscription"):
             cursor.execute(f"DELETE FROM {table} WHERE queue_id = %s", [q.id])

@@ -214,6 +214,9 @@ class Subscription:
     queue: str
     filter: dict[str, Any] | None
     created_at: dt.datetime
+    #: A task subscription's task (its dotted path): each matching publish is enqueued
+    #: as a call of it (``mq.subscribe_task``). None: copies of the message.
+    task: str | None = None
 
 
 @dataclass(frozen=True)

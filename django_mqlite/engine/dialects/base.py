@@ -36,6 +36,8 @@ class Dialect:
     #: A JSON column keeps the text it is given (SQLite's TEXT) rather than parsing it
     #: into a binary type that refuses what JSON cannot hold (PostgreSQL's jsonb).
     json_is_text = False
+    #: The SQL type a body is cast to.
+    blob_type = "blob"
 
     def new_token_sql(self) -> str:
         """An expression producing a fresh random 128-bit token as 32 hex characters."""

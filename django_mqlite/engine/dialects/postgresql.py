@@ -16,6 +16,7 @@ class PostgreSQLDialect(Dialect):
     defers_counts = True
     writable_cte = True
     supports_prepare = True
+    blob_type = "bytea"
 
     def row_lock_sql(self, *, exclusive: bool) -> str:
         # KEY SHARE: publishers do not block each other; FOR UPDATE waits for them.
