@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 from django.db.backends.utils import CursorWrapper
 
-from . import core
+from . import core, events
 from .clock import now_ms
 from .core import QueueRow
 from .dialects import Dialect
@@ -51,6 +51,8 @@ def buried(
     assert cause in CAUSES
     if not rows:
         return {}
+    if events.listening(events.message_dead_lettered):
+        events.dead_lettered(cursor, [seq for _, seq, _ in rows])
     core.release_by_queue(cursor, dialect, [(q, key) for q, _, key in rows])
     per_queue: dict[int, list[int]] = {}
     for queue_id, seq, _ in rows:
@@ -117,4 +119,11 @@ def move_rows(
         core.bump_totals(cursor, dialect, source.id, redriven=len(rows))
         if target.id != source.id:
             core.bump_totals(cursor, dialect, target.id, enqueued=len(rows))
+        if events.listening(events.message_redriven):
+            moved = {"queue": source.name, "to_queue": target.name, "using": cursor.db.alias}
+            events.after_commit(
+                cursor.db.alias,
+                events.message_redriven,
+                [{**moved, "seq": seq} for seq, _ in rows],
+            )
     return [seq for seq, _ in rows]

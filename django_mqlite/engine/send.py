@@ -16,7 +16,7 @@ from ..exceptions import (
     DedupConflictError,
     InvalidArgumentError,
 )
-from . import core, send_one
+from . import core, events, send_one
 from .admission import admit
 from .clock import now_ms
 from .core import QueueRow
@@ -154,6 +154,8 @@ def _send(
                     # Delivered by the database at commit, never for a rolled-back send.
                     cursor.execute(notify, [q.name])
                 send_one.on_commit_wake(alias, q.name)
+            if events.listening(events.message_sent):
+                events.sent(alias, q.name, [r.seq for r in fresh])
         return [r.seq for r in rows]
 
 

@@ -38,7 +38,7 @@ from ..exceptions import (
     TopicExistsError,
     TopicNotFoundError,
 )
-from . import core, filters, send, send_one
+from . import core, events, filters, send, send_one
 from .admission import admit
 from .clock import from_ms, now_ms
 from .dialects import Dialect
@@ -306,12 +306,15 @@ def _publish_fast(
     """The one statement: a copy for each subscription whose filter matches, the
     conditions in ``groups`` (more than one only when the filters need more than
     ``MAX_PARAMS`` parameters)."""
-    reached: list[str] = []
+    reached: list[tuple[str, int]] = []
     for where, where_params in groups:
         reached += _insert_copies(cursor, dialect, topic_id, row, now, where, where_params, names)
-    for name in reached:
+    for name, _ in reached:
         if not send_one.wake_pending(alias, name):
             send_one.on_commit_wake(alias, name)
+    if reached and events.listening(events.message_sent):
+        for name, seq in reached:
+            events.sent(alias, name, [seq])
     return len(reached)
 
 
@@ -324,14 +327,14 @@ def _insert_copies(
     where: str,
     where_params: list[Any],
     names: dict[int, str],
-) -> list[str]:
+) -> list[tuple[str, int]]:
     insert = (
         f"INSERT INTO mqlite_message ({_COLUMNS}) "
         "SELECT q.id, %s, %s, %s, COALESCE(%s, %s + q.default_ttl_ms), %s, %s, m.subject, "
         "m.properties, %s, %s, %s, NULL, NULL, NULL, 0, 0 "
         "FROM mqlite_subscription s JOIN mqlite_queue q ON q.id = s.queue_id "
         f"CROSS JOIN {_message_source(dialect)} WHERE s.topic_id = %s AND {where} "
-        "RETURNING queue_id"
+        "RETURNING queue_id, seq"
     )
     params = [
         "scheduled" if row.visible_at > now else "active",
@@ -355,12 +358,12 @@ def _insert_copies(
         notify = ", pg_notify('mqlite', q.name)" if dialect.has_listen_notify else ""
         sql = (
             f"WITH ins AS ({insert}), t AS ({send_one.grouped_totals_sql(dialect, 'ins')}) "
-            f"SELECT q.id{notify} FROM ins JOIN mqlite_queue q ON q.id = ins.queue_id"
+            f"SELECT q.id, ins.seq{notify} FROM ins JOIN mqlite_queue q ON q.id = ins.queue_id"
         )
     else:
         sql = insert  # the counter trigger adds to each queue's total (counts_enqueued)
     cursor.execute(sql, params)
-    return [names[r[0]] for r in cursor.fetchall()]
+    return [(names[r[0]], int(r[1])) for r in cursor.fetchall()]
 
 
 def sync_declared(declared: Mapping[str, Any], *, using: str | None = None) -> int:
