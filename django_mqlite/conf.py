@@ -64,6 +64,9 @@ DEFAULTS: dict[str, Any] = {
     "PREPARED_STATEMENTS": None,
     # Periodic schedules: {name: {"cron": "*/5 * * * *", "task": "path" | "queue": ..., ...}}.
     "PERIODIC": {},
+    # Dotted paths of handler middleware, ``factory(handler) -> handler``, the first the
+    # outermost, wrapping every consumer and task call (worker/middleware.py).
+    "MIDDLEWARE": [],
     # SQS-compatible endpoint: {"CREDENTIALS": {key id: secret | {"secret", "user"}},
     # "ACCOUNT_ID", "REGION", "MAX_CLOCK_SKEW"}; no credentials, no access.
     "SQS": {},
