@@ -35,7 +35,7 @@ from ..engine.dialects import dialect_for
 from ..engine.queues import create_queue, get_queue, sync_declared
 from ..exceptions import LockLostError, QueueNotFoundError
 from . import background, clockskew, db_health, prefetch, settlement
-from .delivery import Delivery
+from .delivery import Delivery, log_fields
 from .memory import rss_mb
 from .pool import Pool
 from .prefetch import GROUP_COMMIT_S, Prefetch
@@ -439,7 +439,9 @@ class Worker:
             try:
                 d.consumer.give_up(d.msg, error)
             except Exception:
-                logger.exception("%s #%s: giving up failed", d.msg.queue, d.msg.seq)
+                logger.exception(
+                    "%s #%s: giving up failed", d.msg.queue, d.msg.seq, extra=log_fields(d.msg)
+                )
             d.lost = True
             return
         delay = self._backoff(d.msg.delivery_count)
@@ -447,9 +449,17 @@ class Worker:
             settle.abandon(
                 d.msg.queue, d.msg.seq, token, delay=delay, error=error, using=self.using
             )
-            logger.warning("%s #%s abandoned: %s", d.msg.queue, d.msg.seq, error)
+            logger.warning(
+                "%s #%s abandoned: %s", d.msg.queue, d.msg.seq, error, extra=log_fields(d.msg)
+            )
         except LockLostError as exc:
-            logger.warning("%s #%s: could not abandon: %s", d.msg.queue, d.msg.seq, exc)
+            logger.warning(
+                "%s #%s: could not abandon: %s",
+                d.msg.queue,
+                d.msg.seq,
+                exc,
+                extra=log_fields(d.msg),
+            )
         d.lost = True
 
     def _flush_completions(self, force: bool = True) -> None:

@@ -18,7 +18,7 @@ from django.db import Error as DatabaseError
 from ..engine import core, settle
 from ..engine.clock import now_ms
 from ..engine.types import Outcome
-from .delivery import Delivery
+from .delivery import Delivery, log_fields
 from .pool import Pool
 
 logger = logging.getLogger("django_mqlite.worker")
@@ -53,7 +53,9 @@ def renew_due(pool: Pool, using: str, worker_id: int | None = None) -> None:
                     d.lease_until = now + d.lease_s
                 else:
                     d.lost = True
-                    logger.warning("%s #%s: lease lost while held", queue, d.msg.seq)
+                    logger.warning(
+                        "%s #%s: lease lost while held", queue, d.msg.seq, extra=log_fields(d.msg)
+                    )
 
 
 def flush_completions(pool: Pool, using: str) -> Counter[str]:
@@ -101,7 +103,12 @@ def flush_failures(pool: Pool, using: str) -> Counter[str]:
     for f in pool.take_failed():
         if f[0].lost:
             outcomes[Outcome.STALE] += 1
-            logger.warning("%s #%s: could not abandon: lease lost", f[0].msg.queue, f[0].msg.seq)
+            logger.warning(
+                "%s #%s: could not abandon: lease lost",
+                f[0].msg.queue,
+                f[0].msg.seq,
+                extra=log_fields(f[0].msg),
+            )
         else:
             todo.append(f)
     by: dict[str, list[tuple[Delivery, float, str]]] = defaultdict(list)
@@ -120,7 +127,12 @@ def flush_failures(pool: Pool, using: str) -> Counter[str]:
             for (d, _delay, _tb), result in zip(part, got, strict=True):
                 outcomes[result.outcome] += 1
                 if not result.ok:
-                    logger.warning("%s #%s: could not abandon: lease lost", queue, d.msg.seq)
+                    logger.warning(
+                        "%s #%s: could not abandon: lease lost",
+                        queue,
+                        d.msg.seq,
+                        extra=log_fields(d.msg),
+                    )
     return outcomes
 
 
@@ -135,10 +147,13 @@ def _after_completion(queue: str, d: Delivery, done: bool) -> None:
         try:
             c.on_completed()
         except Exception:
-            logger.exception("after completing %s #%s", queue, d.msg.seq)
+            logger.exception("after completing %s #%s", queue, d.msg.seq, extra=log_fields(d.msg))
     if not done:
         logger.warning(
-            "%s #%s: lease lost before completion; it will be redelivered", queue, d.msg.seq
+            "%s #%s: lease lost before completion; it will be redelivered",
+            queue,
+            d.msg.seq,
+            extra=log_fields(d.msg),
         )
 
 
@@ -147,4 +162,9 @@ def release(ds: list[Delivery], using: str) -> None:
     for queue, part in by_queue(ds).items():
         for chunk in core.chunks(part, settle.MAX_COMPLETE_BATCH):
             settle.release(queue, [d.item() for d in chunk], using=using)
-        logger.info("released %s unstarted message(s) of %s", len(part), queue)
+        logger.info(
+            "released %s unstarted message(s) of %s",
+            len(part),
+            queue,
+            extra={"mqlite_queue": queue},
+        )
