@@ -38,7 +38,7 @@ from ..exceptions import (
     TopicExistsError,
     TopicNotFoundError,
 )
-from . import core, events, filters, send, send_one
+from . import core, events, filters, send, send_one, tracing
 from .admission import admit
 from .clock import from_ms, now_ms
 from .dialects import Dialect
@@ -194,6 +194,16 @@ def publish(
     in the caller's transaction. Returns the number of queues reached. Takes the
     keywords of ``mq.send``; the message is admitted once, before anything is written."""
     msg = OutMessage(body, subject=subject, properties=properties, **options)
+    if tracing.hook is not None:  # the producer span names the topic
+        return tracing.hook.send(topic, [msg], lambda ms: _publish(topic, ms[0], using), _none)
+    return _publish(topic, msg, using)
+
+
+def _none(reached: int) -> list[int]:
+    return []
+
+
+def _publish(topic: str, msg: OutMessage, using: str | None) -> int:
     alias = alias_of(using, topic)
     now = now_ms()
     row = admit(msg, now)

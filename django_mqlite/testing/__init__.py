@@ -29,7 +29,7 @@ from ..engine.inspect import peek
 from ..engine.queues import create_queue, get_queue
 from ..engine.types import Outcome, Peeked, State
 from ..exceptions import QueueNotFoundError
-from ..worker import handling, middleware
+from ..worker import handling, middleware, tracing
 from ..worker.delivery import Delivery
 from ..worker.discovery import autodiscover
 from ..worker.retry import backoff_delay
@@ -151,6 +151,7 @@ def _handle(d: Delivery, alias: str, result: dict[str, Any]) -> None:
             handling.complete(msg, alias)
         else:
             handling.settle_failure(msg, failure, tb, using=alias, backoff=_backoff)
+    tracing.finish(msg, msg.outcome)
     counted = None if msg.outcome is None else _COUNTED.get(msg.outcome.outcome)
     if counted is not None:
         result[counted] += 1

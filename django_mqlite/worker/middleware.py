@@ -21,8 +21,10 @@ adapts the handler with ``sync_to_async``/``async_to_sync`` as Django does for r
 middleware, and the chain as a whole keeps the consumer's mode (a coroutine consumer
 stays a coroutine on the worker's event loop, so its timeout still cancels it).
 
-With no middleware configured the worker calls the consumer's function itself: nothing
-is added to the hot path. Bad dotted paths are system check ``django_mqlite.E007``.
+With no middleware configured (and tracing off) the worker calls the consumer's function
+itself: nothing is added to the hot path. With tracing on, the consumer span
+(``worker.tracing``) wraps the whole chain. Bad dotted paths are system check
+``django_mqlite.E007``.
 """
 
 from __future__ import annotations
@@ -37,13 +39,14 @@ from django.utils.module_loading import import_string
 
 from ..conf import mqlite_settings
 from ..consumers import Consumer, Handler
+from . import tracing
 
 Factory = Callable[[Handler], Handler]
 
 _lock = threading.Lock()
-#: (consumer id, middleware paths) -> (consumer, wrapped handler); the consumer is kept
+#: (consumer id, middleware paths, tracer id) -> (consumer, wrapped handler); the consumer is kept
 #: so that an id is never reused for another consumer while cached.
-_chains: dict[tuple[int, tuple[str, ...]], tuple[Consumer, Handler]] = {}
+_chains: dict[tuple[int, tuple[str, ...], int], tuple[Consumer, Handler]] = {}
 
 
 def paths() -> tuple[str, ...]:
@@ -110,13 +113,16 @@ def handler_of(consumer: Consumer) -> Handler:
     """What the worker calls for a message of ``consumer``: its function, wrapped by
     ``MQLITE["MIDDLEWARE"]`` when that is set (built once per consumer and setting)."""
     dotted = mqlite_settings.MIDDLEWARE
-    if not dotted:
+    tracer = tracing.hook
+    if not dotted and tracer is None:
         return consumer.func
-    key = (id(consumer), tuple(dotted))
+    key = (id(consumer), tuple(dotted), id(tracer))
     found = _chains.get(key)
     if found is not None and found[0] is consumer:
         return found[1]
-    handler = chain(consumer.func, load(paths()))
+    handler = chain(consumer.func, load(paths()) if dotted else [])
+    if tracer is not None:  # the consumer span, outermost: around the middleware too
+        handler = tracer.wrap(handler)
     with _lock:
         _chains[key] = (consumer, handler)
     return handler

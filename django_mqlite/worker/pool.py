@@ -26,7 +26,7 @@ from ..conf import mqlite_settings
 from ..engine import settle
 from ..engine.clock import now_ms
 from ..exceptions import LockLostError, Reject
-from . import db_health, handling
+from . import db_health, handling, tracing
 from .delivery import Delivery, log_fields
 from .prefetch import start_margin_s
 
@@ -300,7 +300,7 @@ class Pool:
                 self.observe(d.ended - d.started)
         try:
             if msg.settled is not None:
-                pass  # the handler settled the message itself
+                tracing.finish(msg, msg.outcome)  # the handler settled the message itself
             elif failure is None and not late:
                 with self.lock:
                     self.done.append(d)
@@ -308,12 +308,15 @@ class Pool:
                 self._fail_later(d, failure, tb)
             else:
                 self._settle_directly(d, failure, tb)
+                tracing.finish(msg, msg.outcome)
         except LockLostError as exc:
+            tracing.finish(msg, tracing.LOCK_LOST)
             what = "finished after its timeout" if late else "could not settle"
             logger.warning(
                 "handler for %s #%s %s: %s", msg.queue, msg.seq, what, exc, extra=log_fields(msg)
             )
         except Exception:
+            tracing.finish(msg, "settle_failed")
             logger.exception("settling %s #%s failed", msg.queue, msg.seq, extra=log_fields(msg))
         finally:
             self.wake()

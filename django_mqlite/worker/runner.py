@@ -34,7 +34,7 @@ from ..engine.clock import now_ms, to_ms
 from ..engine.dialects import dialect_for
 from ..engine.queues import create_queue, get_queue, sync_declared
 from ..exceptions import LockLostError, QueueNotFoundError
-from . import background, clockskew, db_health, prefetch, settlement
+from . import background, clockskew, db_health, prefetch, settlement, tracing
 from .delivery import Delivery, log_fields
 from .memory import rss_mb
 from .pool import Pool
@@ -433,6 +433,7 @@ class Worker:
             self._abandon(d, f"TimeoutError: handler ran longer than its timeout of {d.timeout}s")
 
     def _abandon(self, d: Delivery, error: str) -> None:
+        tracing.finish(d.msg, "timed_out")
         token = d.msg.lock_token
         assert token is not None
         if d.consumer.give_up is not None:

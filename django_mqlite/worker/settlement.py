@@ -18,6 +18,7 @@ from django.db import Error as DatabaseError
 from ..engine import core, settle
 from ..engine.clock import now_ms
 from ..engine.types import Outcome
+from . import tracing
 from .delivery import Delivery, log_fields
 from .pool import Pool
 
@@ -69,6 +70,7 @@ def flush_completions(pool: Pool, using: str) -> Counter[str]:
     for d in pool.take_done():
         if d.lost:
             outcomes[Outcome.STALE] += 1
+            tracing.finish(d.msg, tracing.LOCK_LOST)
             _after_completion(d.msg.queue, d, False)
         else:
             todo.append(d)
@@ -89,6 +91,7 @@ def flush_completions(pool: Pool, using: str) -> Counter[str]:
             flushed.update(id(d) for d in part)
             for d, result in zip(part, got, strict=True):
                 outcomes[result.outcome] += 1
+                tracing.finish(d.msg, result)
                 _after_completion(queue, d, result.ok)
     return outcomes
 
@@ -103,6 +106,7 @@ def flush_failures(pool: Pool, using: str) -> Counter[str]:
     for f in pool.take_failed():
         if f[0].lost:
             outcomes[Outcome.STALE] += 1
+            tracing.finish(f[0].msg, tracing.LOCK_LOST)
             logger.warning(
                 "%s #%s: could not abandon: lease lost",
                 f[0].msg.queue,
@@ -126,6 +130,7 @@ def flush_failures(pool: Pool, using: str) -> Counter[str]:
             flushed.update(id(f) for f in part)
             for (d, _delay, _tb), result in zip(part, got, strict=True):
                 outcomes[result.outcome] += 1
+                tracing.finish(d.msg, result)
                 if not result.ok:
                     logger.warning(
                         "%s #%s: could not abandon: lease lost",

@@ -64,3 +64,26 @@ def signals_seen() -> Iterator[Recorder]:
         yield rec
     finally:
         rec.disconnect()
+
+
+@pytest.fixture
+def spans() -> Iterator[Any]:
+    """An SDK tracer provider recording into an ``InMemorySpanExporter``, given to
+    django-mqlite's tracing for this test only (the global provider is left alone)."""
+    pytest.importorskip("opentelemetry.sdk", reason="the [otel] extra is not installed")
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from django_mqlite import otel
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    assert otel.configure(provider)
+    exporter.tracer = provider.get_tracer("tests")  # type: ignore[attr-defined]
+    try:
+        yield exporter
+    finally:
+        otel.configure(None)
+        provider.shutdown()

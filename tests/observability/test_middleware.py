@@ -165,6 +165,7 @@ def test_drain_runs_the_chain_too() -> None:
     ]
 
 
+@override_settings(MQLITE={"TRACING": False})
 def test_no_middleware_calls_the_function_itself() -> None:
     def handle(msg: mq.Received) -> None:
         pass
