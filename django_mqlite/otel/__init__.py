@@ -30,7 +30,8 @@ def configure(tracer_provider: Any = None) -> bool:
     """Install or remove the tracing hooks as ``MQLITE["TRACING"]`` says; returns whether
     tracing is on. ``tracer_provider`` replaces the global provider (None: the global)."""
     global _provider
-    wanted = mqlite_settings.TRACING
+    # A malformed MQLITE is system check E005's to report; tracing takes the default.
+    wanted = mqlite_settings.TRACING if isinstance(_user_settings(), dict) else None
     if wanted is False:
         engine_tracing.hook = worker_tracing.hook = None
         return False
@@ -47,6 +48,12 @@ def configure(tracer_provider: Any = None) -> bool:
     _provider = tracer_provider
     spans.install(tracer_provider)
     return True
+
+
+def _user_settings() -> Any:
+    from django.conf import settings
+
+    return getattr(settings, "MQLITE", None) or {}
 
 
 def _reload(*, setting: str, **kwargs: Any) -> None:

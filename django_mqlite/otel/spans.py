@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -202,6 +203,32 @@ class Tracing:
         )
         msg.span = span
         return otel_context.attach(trace.set_span_in_context(span))
+
+    def claimed(self, queue: str, msgs: list[Received], started: float) -> None:
+        """A ``receive {queue}`` span for one claim of a worker (it began ``started``,
+        ``time.monotonic()``), linking to each claimed message's producer."""
+        if not mqlite_settings.TRACING_CLAIMS_AND_SETTLES:
+            return
+        tracer = self.tracer()
+        if tracer is None:
+            return
+        begun = time.time_ns() - int((time.monotonic() - started) * 1e9)
+        links = []
+        for m in msgs:
+            sc = trace.get_current_span(carried_context(m.properties)).get_span_context()
+            if sc.is_valid:
+                links.append(Link(sc, {"messaging.message.id": str(m.seq)}))
+        attrs = _base(queue, "receive")
+        attrs["messaging.batch.message_count"] = len(msgs)
+        span = tracer.start_span(
+            f"receive {queue}",
+            context=otel_context.Context(),
+            kind=SpanKind.CLIENT,
+            attributes=attrs,
+            links=links,
+            start_time=begun,
+        )
+        span.end()
 
     def finish(self, span: Any, msg: Received, outcome: str) -> None:
         span.set_attribute("messaging.mqlite.outcome", outcome)

@@ -404,6 +404,8 @@ class Worker:
             msgs = receive(
                 name, max_messages=want - got, worker_id=self.worker_id, using=self.using
             )
+            if msgs and tracing.hook is not None:
+                tracing.hook.claimed(name, msgs, claimed_at)
             now = now_ms()
             batch = []
             for m in msgs:

@@ -7,6 +7,8 @@ worker then calls the handler as before and ``finish`` is one attribute read. Wh
   sync or async like the handler, so the span is current inside the handler (a message
   it sends is a child of it) and on the event loop for a coroutine; it opens the span and
   keeps it as ``msg.span``;
+- ``hook.claimed(queue, msgs, started)`` records the worker's claim (a ``receive`` span,
+  when ``MQLITE["TRACING_CLAIMS_AND_SETTLES"]`` asks for it);
 - ``finish(msg, outcome)`` ends it once the delivery is settled, with what the settle
   verb answered (completed, retried, dead-lettered, lock lost...): the worker's batched
   completions and abandons, a handler that settled itself, a timeout, ``testing.drain``.
@@ -28,6 +30,8 @@ class ConsumerTracer(Protocol):
     def wrap(self, handler: Handler) -> Handler: ...
 
     def finish(self, span: Any, msg: Received, outcome: str) -> None: ...
+
+    def claimed(self, queue: str, msgs: list[Received], started: float) -> None: ...
 
 
 #: The installed tracer, or None (tracing off).

@@ -16,7 +16,7 @@ from django_mqlite.consumers import Registry
 from django_mqlite.worker import Worker
 
 pytest.importorskip("opentelemetry.sdk", reason="the [otel] extra is not installed")
-from opentelemetry.trace import SpanKind, StatusCode  # noqa: E402
+from opentelemetry.trace import SpanKind, StatusCode
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -159,6 +159,13 @@ def test_settle_spans_behind_the_setting(spans: Any, settings: Any) -> None:
     settle, process = one(spans, "settle st"), one(spans, "process st")
     assert parent_of(settle) == process.context.span_id
     assert settle.attributes["messaging.mqlite.outcome"] == "completed"
+    claim = one(spans, "receive st")
+    assert claim.attributes["messaging.batch.message_count"] == 1
+    assert [link.context.span_id for link in claim.links] == [one(spans, "send st").context.span_id]
+    settings.MQLITE = {}
+    mq.send("st", "y")
+    burst(registry, "st")
+    assert len(named(spans, "settle st")) == len(named(spans, "receive st")) == 1
 
 
 def test_tasks_carry_the_trace(spans: Any, run_worker: Any) -> None:
