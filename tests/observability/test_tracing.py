@@ -271,3 +271,19 @@ def test_no_sdk_no_spans_and_no_properties() -> None:
     mq.send("plain", "x")
     [m] = mq.receive("plain")
     assert m.properties == {}
+
+
+def test_sqs_keeps_the_x_amzn_trace_id_header_as_aws_does(spans: Any, sqs: Any) -> None:
+    """The request's X-Ray header is the AWSTraceHeader of a message that sets none."""
+    url = sqs.create_queue(QueueName="sqsh")["QueueUrl"]
+    header = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
+
+    def add_header(request: Any, **kwargs: Any) -> None:
+        request.headers["X-Amzn-Trace-Id"] = header
+
+    sqs.meta.events.register("before-sign.sqs.SendMessage", add_header)
+    sqs.send_message(QueueUrl=url, MessageBody="one")
+    got = sqs.receive_message(QueueUrl=url, MessageSystemAttributeNames=["AWSTraceHeader"])
+    assert got["Messages"][0]["Attributes"]["AWSTraceHeader"] == header
+    send = one(spans, "send sqsh")
+    assert f"{send.context.trace_id:032x}" == "5759e988bd862e3fe1be46a994272793"
