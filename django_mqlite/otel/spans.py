@@ -51,6 +51,9 @@ T = TypeVar("T")
 SYSTEM = "mqlite"
 #: Where the SQS endpoint keeps a message's ``AWSTraceHeader`` (sqs/handlers).
 AWS_TRACE_KEY = "AWS.TraceHeader"
+#: Seconds between looks at the global tracer provider while none is set.
+LOOK_EVERY_S = 1.0
+_NO_SDK = (trace.ProxyTracerProvider, trace.NoOpTracerProvider)
 #: Outcomes that end a consumer span in error.
 FAILED = {"retried", "scheduled", "dead_lettered", "forwarded", "lock_lost", "timed_out"}
 
@@ -63,18 +66,27 @@ class Tracing:
 
     def __init__(self, provider: Any = None) -> None:
         self.provider = provider
-        self._tracers: dict[int, trace.Tracer] = {}
+        self._tracer: trace.Tracer | None = None
+        self._next_look = 0.0
 
     def tracer(self) -> trace.Tracer | None:
         """The tracer, or None while no SDK provider is configured (nothing would be
-        recorded: the proxy and no-op providers of the API)."""
-        provider = self.provider or trace.get_tracer_provider()
-        if isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider):
+        recorded: the proxy and no-op providers of the API). The global provider is
+        looked up at most every ``LOOK_EVERY_S`` until one is set (the lookup reads the
+        environment, a cost a send should not pay each time); once set it cannot change."""
+        if self._tracer is not None:
+            return self._tracer
+        provider = self.provider
+        if provider is None:
+            now = time.monotonic()
+            if now < self._next_look:
+                return None
+            self._next_look = now + LOOK_EVERY_S
+            provider = trace.get_tracer_provider()
+        if isinstance(provider, _NO_SDK):
             return None
-        found = self._tracers.get(id(provider))
-        if found is None:
-            found = self._tracers[id(provider)] = provider.get_tracer("django_mqlite")
-        return found
+        self._tracer = provider.get_tracer("django_mqlite")
+        return self._tracer
 
     # -- producer ----------------------------------------------------------------------
 

@@ -287,3 +287,21 @@ def test_sqs_keeps_the_x_amzn_trace_id_header_as_aws_does(spans: Any, sqs: Any) 
     assert got["Messages"][0]["Attributes"]["AWSTraceHeader"] == header
     send = one(spans, "send sqsh")
     assert f"{send.context.trace_id:032x}" == "5759e988bd862e3fe1be46a994272793"
+
+
+def test_an_async_handler_runs_inside_its_consumer_span(spans: Any) -> None:
+    from asgiref.sync import sync_to_async
+
+    mq.create_queue("async-in")
+    mq.create_queue("async-out")
+    registry = Registry()
+
+    async def handle(msg: mq.Received) -> None:
+        await sync_to_async(mq.send)("async-out", "next")
+
+    registry.register("async-in", handle)
+    mq.send("async-in", "x")
+    burst(registry, "async-in")
+    process, send = one(spans, "process async-in"), one(spans, "send async-out")
+    assert parent_of(send) == process.context.span_id
+    assert process.attributes["messaging.mqlite.outcome"] == "completed"
