@@ -5,6 +5,7 @@ Run from the repository root, with the ``[otel]`` and ``[tasks]`` extras install
 
     python example_project/tracing/trace_demo.py          # the console exporter's JSON
     python example_project/tracing/trace_demo.py --tree   # and the spans as a tree
+    python example_project/tracing/trace_demo.py --png docs/img/trace-view-task-task.png
 
 The view's server span comes from a two-line middleware here; in a project it comes from
 ``opentelemetry-instrumentation-django``. Everything else is django-mqlite's own tracing.
@@ -99,3 +100,47 @@ def tree() -> None:
 
 if "--tree" in sys.argv:
     tree()
+
+
+def waterfall(path: str) -> None:
+    """The spans as a trace viewer draws them: one bar per span on a shared time axis,
+    children under their parent (needs matplotlib)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    spans = sorted(memory.get_finished_spans(), key=lambda s: s.start_time or 0)
+    by_id = {s.context.span_id: s for s in spans}
+
+    def depth(span) -> int:
+        d = 0
+        while span.parent is not None and span.parent.span_id in by_id:
+            span, d = by_id[span.parent.span_id], d + 1
+        return d
+
+    t0 = min(s.start_time or 0 for s in spans)
+    colours = {"SERVER": "#4c72b0", "PRODUCER": "#dd8452", "CONSUMER": "#55a868"}
+    fig, ax = plt.subplots(figsize=(9, 0.55 * len(spans) + 1.0))
+    for row, span in enumerate(spans):
+        start = ((span.start_time or 0) - t0) / 1e6
+        width = max(((span.end_time or 0) - (span.start_time or 0)) / 1e6, 0.3)
+        kind = str(span.kind).rsplit(".", 1)[-1]
+        ax.barh(row, width, left=start, color=colours.get(kind, "#8172b2"), height=0.6)
+        outcome = span.attributes.get("messaging.mqlite.outcome")
+        label = "  " * depth(span) + span.name + (f"  ({outcome})" if outcome else "")
+        ax.text(start + width + 0.5, row, f"{label}  [{kind}]", va="center", fontsize=9)
+    ax.set_yticks([])
+    ax.invert_yaxis()
+    ax.set_xlabel("milliseconds since the request began")
+    ax.set_title(f"trace {spans[0].context.trace_id:032x}", fontsize=10)
+    end = max(((s.end_time or 0) - t0) / 1e6 for s in spans)
+    ax.set_xlim(0, end * 1.9)
+    for side in ("top", "right", "left"):
+        ax.spines[side].set_visible(False)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+if "--png" in sys.argv:
+    waterfall(sys.argv[sys.argv.index("--png") + 1])
