@@ -28,7 +28,7 @@ from django.db import InterfaceError, OperationalError, connections
 from .. import consumers as consumers_mod
 from ..conf import mqlite_settings
 from ..consumers import Consumer, Registry
-from ..engine import core, settle, wakeup
+from ..engine import core, listen, settle, wakeup
 from ..engine.claim import receive
 from ..engine.clock import now_ms, to_ms
 from ..engine.dialects import dialect_for
@@ -177,6 +177,8 @@ class Worker:
             self._threads.append(
                 background.Listener(self.using, on_unavailable=self._stop_listening)
             )
+        elif (path := listen.watched_file(self.using)) is not None:
+            self._threads.append(listen.CommitWatcher(path, list(self.consumers)))
         for t in self._threads:
             t.start()
         logger.info(

@@ -17,6 +17,9 @@ class Dialect:
     supports_skip_locked = False
     #: Producers can wake idle workers through the database (LISTEN/NOTIFY).
     has_listen_notify = False
+    #: Another connection's commit can be seen by polling a counter in the database file
+    #: (SQLite's ``PRAGMA data_version``): idle workers watch it (``listen.CommitWatcher``).
+    has_commit_counter = False
     #: Several processes may claim concurrently (row locks); otherwise writes are serialized.
     concurrent_writers = False
     #: The database adds to a queue's ``enqueued`` total on every insert into
