@@ -52,10 +52,9 @@ registry = Registry()
 registry.register("q", lambda msg: None)
 Worker(["q"], burst=True, install_signals=False, registry=registry, reaper=False).run()
 assert mq.stats("q").totals["completed"] == 3
-assert engine_tracing.hook is None and worker_tracing.hook is None
-loaded = sorted(n for n in sys.modules if n.split(".")[0] == "opentelemetry")
-assert not loaded, loaded
-print("ok")
+hooks = engine_tracing.hook is not None or worker_tracing.hook is not None
+loaded = any(n.split(".")[0] == "opentelemetry" for n in sys.modules)
+print(f"hooks={hooks} imported={loaded}")
 """
 
 
@@ -74,7 +73,7 @@ def run(tracing: object, block: bool, db: Path) -> subprocess.CompletedProcess[s
 def test_opentelemetry_is_never_imported(tracing: object, block: bool, tmp_path: Path) -> None:
     done = run(tracing, block, tmp_path / "db.sqlite3")
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "ok"
+    assert done.stdout.strip() == "hooks=False imported=False"
 
 
 def test_tracing_required_but_not_installed_is_a_configuration_error(tmp_path: Path) -> None:
@@ -87,6 +86,5 @@ def test_installed_and_on_by_default_imports_it(tmp_path: Path) -> None:
     """The check above is not vacuous: on by default, the same program does import it."""
     pytest.importorskip("opentelemetry.trace")
     done = run(None, False, tmp_path / "db.sqlite3")
-    assert done.returncode != 0
-    assert "engine_tracing.hook is None" in done.stderr or "AssertionError" in done.stderr
-    assert "mqlite-heartbeat pass failed" not in done.stderr
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "hooks=True imported=True"
