@@ -214,3 +214,15 @@ def test_a_topic_publish_signals_each_copy(signals_seen: Recorder) -> None:
         assert signals_seen.of("message_sent") == []
     sent = {e["queue"]: e["seq"] for e in signals_seen.of("message_sent")}
     assert sent == {"t1": mq.peek("t1")[0].seq, "t2": mq.peek("t2")[0].seq}
+
+
+def test_an_admin_redrive_signals(admin_client: Any, signals_seen: Recorder) -> None:
+    from ..admin.conftest import action_post
+
+    mq.create_queue("ad1")
+    seq = mq.send("ad1", "x")
+    [m] = mq.receive("ad1")
+    m.reject("Bad")
+    url = "/admin/django_mqlite/deadletter/"
+    admin_client.post(url, action_post("redrive_selected", [seq]), follow=True)
+    assert [(e["queue"], e["seq"]) for e in signals_seen.of("message_redriven")] == [("ad1", seq)]
