@@ -290,7 +290,12 @@ def test_sqs_keeps_the_x_amzn_trace_id_header_as_aws_does(spans: Any, sqs: Any) 
 
 
 def test_an_async_handler_runs_inside_its_consumer_span(spans: Any) -> None:
+    import asyncio
+
     from asgiref.sync import sync_to_async
+    from django.db import connections
+
+    from django_mqlite.worker.aio import event_loop
 
     mq.create_queue("async-in")
     mq.create_queue("async-out")
@@ -305,3 +310,8 @@ def test_an_async_handler_runs_inside_its_consumer_span(spans: Any) -> None:
     process, send = one(spans, "process async-in"), one(spans, "send async-out")
     assert parent_of(send) == process.context.span_id
     assert process.attributes["messaging.mqlite.outcome"] == "completed"
+    # The handler's database work ran on asgiref's thread-sensitive thread, whose
+    # connection a worker keeps across messages: close it before the test database goes.
+    asyncio.run_coroutine_threadsafe(
+        sync_to_async(connections.close_all, thread_sensitive=True)(), event_loop()
+    ).result(10)
