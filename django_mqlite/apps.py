@@ -17,6 +17,13 @@ class MQLiteConfig(AppConfig):
 
         plugin.install()  # the Tasks queues and the periodic ticker, into the worker
 
+        from django.core.signals import setting_changed
+
+        from . import otel
+
+        otel.configure()  # imports OpenTelemetry only when MQLITE["TRACING"] allows it
+        setting_changed.connect(otel._reload)
+
         post_migrate.connect(_sync_declared_queues, sender=self)
         post_migrate.connect(_sync_declared_topics, sender=self)
 

@@ -188,6 +188,27 @@ def check_setting_keys(app_configs: Any = None, **kwargs: Any) -> list[CheckMess
     return out
 
 
+@register(TAG)
+def check_middleware(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """Every ``MQLITE["MIDDLEWARE"]`` entry imports and can wrap a handler."""
+    from django.core.exceptions import ImproperlyConfigured
+
+    from .worker import middleware
+
+    try:
+        middleware.load(middleware.paths())
+    except ImproperlyConfigured as exc:
+        return [
+            Error(
+                str(exc),
+                hint='MQLITE["MIDDLEWARE"] lists dotted paths of factory(handler) -> handler '
+                'callables, e.g. ["myapp.middleware.tenant"]; see docs/observability.md.',
+                id="django_mqlite.E007",
+            )
+        ]
+    return []
+
+
 # What runworker will serve (ids E020, E021).
 
 

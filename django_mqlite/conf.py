@@ -64,6 +64,14 @@ DEFAULTS: dict[str, Any] = {
     "PREPARED_STATEMENTS": None,
     # Periodic schedules: {name: {"cron": "*/5 * * * *", "task": "path" | "queue": ..., ...}}.
     "PERIODIC": {},
+    # Dotted paths of handler middleware, ``factory(handler) -> handler``, the first the
+    # outermost, wrapping every consumer and task call (worker/middleware.py).
+    "MIDDLEWARE": [],
+    # OpenTelemetry tracing (the ``[otel]`` extra, django_mqlite/otel): None turns it on
+    # when opentelemetry-api is installed, False never imports it, True requires it.
+    "TRACING": None,
+    # Also a span for each worker claim and settlement (children of the consumer spans).
+    "TRACING_CLAIMS_AND_SETTLES": False,
     # SQS-compatible endpoint: {"CREDENTIALS": {key id: secret | {"secret", "user"}},
     # "ACCOUNT_ID", "REGION", "MAX_CLOCK_SKEW"}; no credentials, no access.
     "SQS": {},

@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 from django.db.backends.utils import CursorWrapper
 
-from . import batches, lines, totals
+from . import batches, events, lines, totals
 from .clock import now_ms
 from .dialects import Dialect
 from .rows import QUEUE_COLUMNS, QueueRow
@@ -57,6 +57,8 @@ def buried(
     assert cause in CAUSES
     if not rows:
         return {}
+    if events.listening(events.message_dead_lettered):
+        events.dead_lettered(cursor, [r.seq for r in rows])
     lines.release_by_queue(cursor, dialect, [(r.queue_id, r.order_key) for r in rows])
     per_queue: dict[int, list[int]] = {}
     for r in rows:
@@ -123,4 +125,11 @@ def move_rows(
         totals.bump_totals(cursor, dialect, source.id, redriven=len(rows))
         if target.id != source.id:
             totals.bump_totals(cursor, dialect, target.id, enqueued=len(rows))
+        if events.listening(events.message_redriven):
+            moved = {"queue": source.name, "to_queue": target.name, "using": cursor.db.alias}
+            events.after_commit(
+                cursor.db.alias,
+                events.message_redriven,
+                [{**moved, "seq": seq} for seq, _ in rows],
+            )
     return [seq for seq, _ in rows]

@@ -169,13 +169,13 @@ def _postgres_sql(dialect: Dialect, where: str) -> str:
         f"ins AS (INSERT INTO mqlite_message ({COLUMNS}) {select} "
         "FROM t JOIN mqlite_subscription s ON s.topic_id = t.id "
         f"JOIN mqlite_queue q ON q.id = s.queue_id CROSS JOIN m WHERE {where} "
-        "RETURNING queue_id), "
+        "RETURNING queue_id, seq), "
         f"tot AS ({send_one.grouped_totals_sql(dialect, 'ins')}), "
         "cnt AS (INSERT INTO mqlite_topic_totals (topic_id, queue_id, shard, published, "
         f"delivered) SELECT t.id, 0, {shard}, 1, 0 FROM t UNION ALL "
         f"SELECT %s, queue_id, {shard}, 0, count(*) FROM ins GROUP BY queue_id {_COUNT_SET}) "
-        "SELECT 0, NULL FROM t UNION ALL "
-        "SELECT q.id, pg_notify('mqlite', q.name) "
+        "SELECT 0, 0, NULL FROM t UNION ALL "
+        "SELECT q.id, ins.seq, pg_notify('mqlite', q.name) "
         "FROM ins JOIN mqlite_queue q ON q.id = ins.queue_id"
     )
 
@@ -187,7 +187,7 @@ def _sqlite_sql(dialect: Dialect, where: str) -> str:
         f"INSERT INTO mqlite_message ({COLUMNS}) {select} "
         "FROM mqlite_topic t JOIN mqlite_subscription s ON s.topic_id = t.id "
         f"JOIN mqlite_queue q ON q.id = s.queue_id CROSS JOIN ({message_sql(dialect)}) AS m "
-        f"WHERE t.id = %s AND t.version = %s AND {where} RETURNING queue_id"
+        f"WHERE t.id = %s AND t.version = %s AND {where} RETURNING queue_id, seq"
     )
 
 
@@ -207,9 +207,9 @@ def count_sql(dialect: Dialect, reached: int, *, guarded: bool) -> str:
 
 def run(
     cursor: CursorWrapper, dialect: Dialect, alias: str, plan: Plan, row: Row, now: int
-) -> list[str] | None:
+) -> list[tuple[str, int]] | None:
     """Publish ``row`` by ``plan`` in one statement (SQLite: and its counter upsert).
-    The names of the queues reached, or None when the plan is stale (nothing written)."""
+    (queue name, seq) of each copy, or None when the plan is stale (nothing written)."""
     if plan.where is None:
         return _count_only(cursor, dialect, plan)
     message = [row.subject, row.properties]
@@ -220,21 +220,23 @@ def run(
         got = cursor.fetchall()
         if not got or got[0][0] != 0:  # no marker row: the guard did not hold
             return None
-        return [plan.names[r[0]] for r in got[1:]]
+        return [(plan.names[r[0]], int(r[1])) for r in got[1:]]
     sql = _sqlite_sql(dialect, plan.where)
     cursor.execute(sql, [*values(row, now), *message, plan.topic_id, plan.version, *plan.params])
-    queue_ids = [r[0] for r in cursor.fetchall()]
+    copies = [(int(r[0]), int(r[1])) for r in cursor.fetchall()]
     cursor.execute(
-        count_sql(dialect, len(queue_ids), guarded=True),
-        [*queue_ids, plan.topic_id, plan.version],
+        count_sql(dialect, len(copies), guarded=True),
+        [*(queue_id for queue_id, _ in copies), plan.topic_id, plan.version],
     )
     if not cursor.fetchall():
         # Writes are serialized here: the INSERT's guard failed as well (nothing copied).
         return None
-    return [plan.names[q] for q in queue_ids]
+    return [(plan.names[queue_id], seq) for queue_id, seq in copies]
 
 
-def _count_only(cursor: CursorWrapper, dialect: Dialect, plan: Plan) -> list[str] | None:
+def _count_only(
+    cursor: CursorWrapper, dialect: Dialect, plan: Plan
+) -> list[tuple[str, int]] | None:
     """A topic without subscriptions: count the publish (guarded), reach nobody."""
     cursor.execute(count_sql(dialect, 0, guarded=True), [plan.topic_id, plan.version])
     return [] if cursor.fetchall() else None

@@ -14,7 +14,7 @@ from django.db import transaction
 from django.db.backends.utils import CursorWrapper
 
 from ..conf import mqlite_settings
-from . import databases, history, lines, totals
+from . import databases, events, history, lines, totals
 from .clock import now_ms
 from .dead_letters import EXHAUSTED_REASON, Buried, buried
 from .dialects import Dialect
@@ -212,21 +212,39 @@ def expire_ttl(alias: str) -> int:
         )
         rows = cursor.fetchall()
         buried(cursor, dialect, [Buried(q, seq, key) for q, key, seq in rows], "expired")
+        _expired(cursor, [(q, seq) for q, _, seq in rows], True)
         return len(rows)
 
     def drop(cursor: CursorWrapper, dialect: Dialect, now: int) -> int:
         cursor.execute(
             f"DELETE FROM mqlite_message WHERE seq IN ({_ttl_pick(dialect)}) "
-            "RETURNING queue_id, order_key",
+            "RETURNING queue_id, order_key, seq",
             [now, False, _chunk()],
         )
         rows = cursor.fetchall()
-        lines.release_by_queue(cursor, dialect, rows)
-        for queue_id, n in Counter(q for q, _ in rows).items():
+        lines.release_by_queue(cursor, dialect, [(q, key) for q, key, _ in rows])
+        for queue_id, n in Counter(q for q, _, _ in rows).items():
             totals.bump_totals(cursor, dialect, queue_id, expired=n)
+        _expired(cursor, [(q, seq) for q, _, seq in rows], False)
         return len(rows)
 
     return _repeat(alias, bury) + _repeat(alias, drop)
+
+
+def _expired(cursor: CursorWrapper, rows: list[tuple[int, int]], dead_lettered: bool) -> None:
+    """``message_expired`` for the rows a TTL statement just took, after it commits."""
+    if not rows or not events.listening(events.message_expired):
+        return
+    alias = cursor.db.alias
+    names = events.queue_names(cursor, [q for q, _ in rows])
+    events.after_commit(
+        alias,
+        events.message_expired,
+        [
+            {"queue": names[q], "seq": seq, "dead_lettered": dead_lettered, "using": alias}
+            for q, seq in rows
+        ],
+    )
 
 
 def expire_records(alias: str) -> dict[str, int]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
+from typing import Any
 
 from asgiref.sync import sync_to_async
 
@@ -49,6 +50,9 @@ class Received(_MessageFields):
     #: When a worker last checked this delivery's start margin, immediately before
     #: calling its handler (``time.time()``, epoch seconds); None outside a worker.
     start_checked_at: float | None = field(default=None, repr=False, compare=False)
+    #: The consumer span of this delivery while a worker processes it (tracing on, see
+    #: ``worker.tracing``): opened around the handler, ended once it is settled.
+    span: Any = field(default=None, repr=False, compare=False)
 
     def _token(self) -> str:
         if self.lock_token is None:

@@ -16,7 +16,7 @@ from ..exceptions import (
     DedupConflictError,
     InvalidArgumentError,
 )
-from . import arguments, batches, databases, lines, send_one, totals
+from . import arguments, batches, databases, events, lines, send_one, totals, tracing
 from .admission import admit
 from .clock import now_ms
 from .dialects import Dialect
@@ -60,6 +60,14 @@ def send_stamped(
     deduplicated resend, the original's), so a caller can report exactly what was
     stored without reading it back (the Tasks backend's results)."""
     msg = OutMessage(body, **options)
+    if tracing.hook is not None:
+        return tracing.hook.send(
+            queue, [msg], lambda ms: _send_stamped(queue, ms[0], using), lambda r: [r[0]]
+        )
+    return _send_stamped(queue, msg, using)
+
+
+def _send_stamped(queue: str, msg: OutMessage, using: str | None) -> tuple[int, int]:
     alias = databases.alias_of(using, queue)
     arguments.check_queue_name(queue)
     now = now_ms()
@@ -91,6 +99,10 @@ def send_batch(
     for m in messages:
         if not isinstance(m, OutMessage):
             raise InvalidArgumentError("messages must be a list of OutMessage")
+    if tracing.hook is not None and messages:
+        return tracing.hook.send(
+            queue, messages, lambda ms: _send(queue, ms, using=using, single=False), list
+        )
     return _send(queue, messages, using=using, single=False)
 
 
@@ -154,6 +166,8 @@ def _send(
                     # Delivered by the database at commit, never for a rolled-back send.
                     cursor.execute(notify, [q.name])
                 send_one.on_commit_wake(alias, q.name)
+            if events.listening(events.message_sent):
+                events.sent(alias, q.name, [r.seq for r in fresh])
         return [r.seq for r in rows]
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from django.db import connections, transaction
 
-from . import databases, prepared, wakeup
+from . import databases, events, prepared, wakeup
 from .dialects import Dialect
 from .prepare import Row
 from .types import TOTAL_NAMES
@@ -241,4 +241,6 @@ def try_send(alias: str, queue: str, row: Row, now: int) -> int | None:
         transaction.on_commit(Counted(queue), using=alias)
     if seq is not None and not wake_pending(alias, queue):
         on_commit_wake(alias, queue)
+    if seq is not None and events.listening(events.message_sent):
+        events.sent(alias, queue, [seq])
     return seq

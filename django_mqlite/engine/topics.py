@@ -38,7 +38,18 @@ from ..exceptions import (
     TopicExistsError,
     TopicNotFoundError,
 )
-from . import admission, arguments, canonical_json, databases, fanout, filters, send, send_one
+from . import (
+    admission,
+    arguments,
+    canonical_json,
+    databases,
+    events,
+    fanout,
+    filters,
+    send,
+    send_one,
+    tracing,
+)
 from .admission import admit
 from .clock import from_ms, now_ms
 from .dialects import Dialect
@@ -317,6 +328,16 @@ def publish_to(
 ) -> list[str]:
     """``publish``, returning the names of the queues reached."""
     msg = OutMessage(body, subject=subject, properties=properties, **options)
+    if tracing.hook is not None:  # the producer span names the topic
+        return tracing.hook.send(topic, [msg], lambda ms: _publish(topic, ms[0], using), _none)
+    return _publish(topic, msg, using)
+
+
+def _none(reached: list[str]) -> list[int]:
+    return []
+
+
+def _publish(topic: str, msg: OutMessage, using: str | None) -> list[str]:
     alias = alias_of(using, topic)
     now = now_ms()
     row = admit(msg, now)
@@ -329,7 +350,10 @@ def publish_to(
         plan = fanout.cached(alias, topic)
         reached = None
         if plan is not None and send_one.eligible(row):
-            reached = fanout.run(cursor, dialect, alias, plan, row, now)
+            copies = fanout.run(cursor, dialect, alias, plan, row, now)
+            if copies is not None:
+                _sent(alias, copies)
+                reached = [name for name, _ in copies]
         if reached is None:
             reached = _publish_locked(cursor, dialect, alias, topic, msg, row, now)
         wake(alias, reached)
@@ -378,9 +402,10 @@ def _publish_locked(
     # catches the error and carries on.
     writes = transaction.atomic(alias) if general or len(groups) > 1 else nullcontext()
     with writes:
-        queue_ids: list[int] = []
+        copies: list[tuple[int, int]] = []
         for where, where_params in groups:
-            queue_ids += _insert_copies(cursor, dialect, topic_id, row, now, where, where_params)
+            copies += _insert_copies(cursor, dialect, topic_id, row, now, where, where_params)
+        queue_ids = [queue_id for queue_id, _ in copies]
         for sub_id in _matching(cursor, dialect, row, list(general.items())):
             if sub_id in tasks:
                 _deliver_task(topic, tasks[sub_id], msg, alias)
@@ -388,7 +413,16 @@ def _publish_locked(
                 send._send(general[sub_id][0], [msg], using=alias, single=True, now=now)
             queue_ids.append(queue_of[sub_id])
         fanout.count(cursor, dialect, topic_id, queue_ids)
+    # The general path's copies are sends, which signal for themselves.
+    _sent(alias, [(names[queue_id], seq) for queue_id, seq in copies])
     return [names[i] for i in queue_ids]
+
+
+def _sent(alias: str, copies: list[tuple[str, int]]) -> None:
+    """``message_sent`` for each copy the publish statement wrote, after commit."""
+    if copies and events.listening(events.message_sent):
+        for name, seq in copies:
+            events.sent(alias, name, [seq])
 
 
 def _deliver_task(topic: str, task: str, msg: OutMessage, alias: str) -> None:
@@ -455,14 +489,15 @@ def _insert_copies(
     now: int,
     where: str,
     where_params: list[Any],
-) -> list[int]:
+) -> list[tuple[int, int]]:
     """The copies for the subscriptions ``where`` takes, in one statement (the lifetime
-    counters: PostgreSQL in the same statement, SQLite by its trigger); their queue ids."""
+    counters: PostgreSQL in the same statement, SQLite by its trigger); (queue id, seq)
+    of each."""
     insert = (
         f"INSERT INTO mqlite_message ({fanout.COLUMNS}) {fanout.select_sql(dialect)} "
         "FROM mqlite_subscription s JOIN mqlite_queue q ON q.id = s.queue_id "
         f"CROSS JOIN ({fanout.message_sql(dialect)}) AS m WHERE s.topic_id = %s AND {where} "
-        "RETURNING queue_id"
+        "RETURNING queue_id, seq"
     )
     params = [*fanout.values(row, now), row.subject, row.properties, topic_id, *where_params]
     if dialect.writable_cte:
@@ -471,12 +506,12 @@ def _insert_copies(
         notify = ", pg_notify('mqlite', q.name)" if dialect.has_listen_notify else ""
         sql = (
             f"WITH ins AS ({insert}), t AS ({send_one.grouped_totals_sql(dialect, 'ins')}) "
-            f"SELECT q.id{notify} FROM ins JOIN mqlite_queue q ON q.id = ins.queue_id"
+            f"SELECT q.id, ins.seq{notify} FROM ins JOIN mqlite_queue q ON q.id = ins.queue_id"
         )
     else:
         sql = insert  # the counter trigger adds to each queue's total (counts_enqueued)
     cursor.execute(sql, params)
-    return [int(r[0]) for r in cursor.fetchall()]
+    return [(int(r[0]), int(r[1])) for r in cursor.fetchall()]
 
 
 def sync_declared(declared: Mapping[str, Any], *, using: str | None = None) -> int:

@@ -42,6 +42,7 @@ from ..engine.settle_items import MAX_DESCRIPTION
 from ..engine.types import Completion
 from ..exceptions import LockLostError, Reject
 from ..worker import db_health
+from ..worker.delivery import log_fields
 from ..worker.retry import backoff_delay
 from . import envelope
 from .compat import (
@@ -319,7 +320,9 @@ def bury_invalid(msg: Received, why: str) -> None:
     # diagnostics (the reject applies it too; here it also keeps the log line writable),
     # and cut to what a description may hold.
     why = admission.diagnostic(why)[:MAX_DESCRIPTION]
-    logger.warning("task message #%s on %r dead-lettered: %s", msg.seq, msg.queue, why)
+    logger.warning(
+        "task message #%s on %r dead-lettered: %s", msg.seq, msg.queue, why, extra=log_fields(msg)
+    )
     item = settle.RejectItem(msg.seq, msg.lock_token, envelope.INVALID_REASON, why)
     msg.outcome = settle.one(msg.queue, settle.reject_many(msg.queue, [item], using=msg.using))
     msg.settled = "reject"

@@ -29,7 +29,7 @@ from ..engine.inspect import peek
 from ..engine.queues import create_queue, get_queue
 from ..engine.types import Outcome, Peeked, State
 from ..exceptions import QueueNotFoundError
-from ..worker import handling
+from ..worker import handling, middleware, tracing
 from ..worker.delivery import Delivery
 from ..worker.discovery import autodiscover
 from ..worker.retry import backoff_delay
@@ -54,8 +54,9 @@ _PEEKABLE_FIELDS = {
 
 def _call_inline(d: Delivery) -> Any:
     """Run the handler in this thread; a coroutine handler through ``async_to_sync``, so
-    its thread-sensitive ORM calls come back to this thread and its connection."""
-    func = d.consumer.func
+    its thread-sensitive ORM calls come back to this thread and its connection. The
+    handler is wrapped by ``MQLITE["MIDDLEWARE"]`` as in the worker."""
+    func = middleware.handler_of(d.consumer)
     if iscoroutinefunction(func):
         return async_to_sync(func)(d.msg)
     return func(d.msg)
@@ -150,6 +151,7 @@ def _handle(d: Delivery, alias: str, result: dict[str, Any]) -> None:
             handling.complete(msg, alias)
         else:
             handling.settle_failure(msg, failure, tb, using=alias, backoff=_backoff)
+    tracing.finish(msg, msg.outcome)
     counted = None if msg.outcome is None else _COUNTED.get(msg.outcome.outcome)
     if counted is not None:
         result[counted] += 1

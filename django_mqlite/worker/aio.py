@@ -31,7 +31,7 @@ from typing import Any
 
 from asgiref.sync import iscoroutinefunction, sync_to_async
 
-from . import db_health
+from . import db_health, middleware
 from .delivery import Delivery
 
 _lock = threading.Lock()
@@ -68,8 +68,9 @@ async def _run(func: Callable[[Any], Awaitable[Any]], msg: Any) -> Any:
 
 def call_handler(d: Delivery) -> Any:
     """Run ``d``'s handler on ``d.msg`` in this (handler) thread and return its result
-    or raise its exception; a coroutine handler runs on the event loop."""
-    func = d.consumer.func
+    or raise its exception; a coroutine handler runs on the event loop. The handler is
+    the consumer's function wrapped by ``MQLITE["MIDDLEWARE"]`` (``middleware``)."""
+    func = middleware.handler_of(d.consumer)
     if not iscoroutinefunction(func):
         return func(d.msg)
     future = asyncio.run_coroutine_threadsafe(_run(func, d.msg), event_loop())

@@ -16,6 +16,7 @@ from typing import Any
 
 from django.db import connections
 
+from ..engine import events
 from ..engine.clock import now_ms
 
 # The NOTIFY listener lives in the engine, shared with ``areceive``; re-exported here.
@@ -73,6 +74,9 @@ def register_worker(queues: list[str], using: str, clock_skew_ms: int | None = N
         in_flight=0,
         clock_skew_ms=clock_skew_ms,
     )
+    if events.listening(events.worker_started):
+        started = {"worker_id": int(row.pk), "queues": list(queues), "using": using}
+        events.after_commit(using, events.worker_started, [started])
     return int(row.pk)
 
 
@@ -97,9 +101,12 @@ def mark_stopped(worker_id: int, using: str, **gauges: int) -> None:
     from ..models import Worker
 
     now = now_ms()
-    Worker.objects.using(using).filter(pk=worker_id).update(
-        last_seen=now, stopped_at=now, in_flight=0, **gauges
-    )
+    rows = Worker.objects.using(using).filter(pk=worker_id)
+    rows.update(last_seen=now, stopped_at=now, in_flight=0, **gauges)
+    if events.listening(events.worker_stopped):
+        queues = list(rows.values_list("queues", flat=True)[:1])
+        stopped = {"worker_id": worker_id, "queues": queues[0] if queues else [], "using": using}
+        events.after_commit(using, events.worker_stopped, [stopped])
 
 
 def heartbeat_loop(

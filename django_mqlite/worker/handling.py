@@ -22,7 +22,7 @@ from ..engine.received import Received
 from ..engine.types import Settled
 from ..exceptions import Reject
 from .aio import call_handler
-from .delivery import Delivery
+from .delivery import Delivery, log_fields
 
 logger = logging.getLogger("django_mqlite.worker")
 
@@ -55,7 +55,7 @@ def complete(msg: Received, using: str) -> Settled:
         try:
             c.on_completed()
         except Exception:
-            logger.exception("after completing %s #%s", msg.queue, msg.seq)
+            logger.exception("after completing %s #%s", msg.queue, msg.seq, extra=log_fields(msg))
     return result
 
 
@@ -86,7 +86,13 @@ def settle_failure(
     msg.outcome = result = settle.one(msg.queue, got)
     if isinstance(failure, Reject):
         # Logged as stored: a lone surrogate would break every UTF-8 log handler.
-        logger.info("%s #%s rejected: %s", msg.queue, msg.seq, diagnostic(failure.reason))
+        logger.info(
+            "%s #%s rejected: %s",
+            msg.queue,
+            msg.seq,
+            diagnostic(failure.reason),
+            extra=log_fields(msg),
+        )
     elif failure is not None:
         log_failure(msg, failure, delay)
     return result
@@ -102,4 +108,5 @@ def log_failure(msg: Received, failure: BaseException, delay: float) -> None:
         type(failure).__name__,
         diagnostic(str(failure)),
         delay,
+        extra=log_fields(msg),
     )

@@ -26,8 +26,8 @@ from ..conf import mqlite_settings
 from ..engine import settle
 from ..engine.clock import now_ms
 from ..exceptions import LockLostError, Reject
-from . import db_health, handling
-from .delivery import Delivery
+from . import db_health, handling, tracing
+from .delivery import Delivery, log_fields
 from .prefetch import start_margin_s
 
 logger = logging.getLogger("django_mqlite.worker")
@@ -246,6 +246,7 @@ class Pool:
             msg.queue,
             msg.seq,
             start_margin_s(d.lease_s),
+            extra=log_fields(msg),
         )
         try:
             db_health.retry_lost(
@@ -254,7 +255,9 @@ class Pool:
                 f"releasing {msg.queue} #{msg.seq}",
             )
         except DatabaseError as exc:  # the lease runs out and the reaper takes it back
-            logger.warning("%s #%s: could not release: %s", msg.queue, msg.seq, exc)
+            logger.warning(
+                "%s #%s: could not release: %s", msg.queue, msg.seq, exc, extra=log_fields(msg)
+            )
         finally:
             self.wake()
 
@@ -277,7 +280,9 @@ class Pool:
                 tb = f"{failure}\n{traceback.format_exc()}"
                 self._settle_directly(d, failure, tb)
             except Exception:  # the lease then runs out and the reaper takes it back
-                logger.exception("could not fail %s #%s", d.msg.queue, d.msg.seq)
+                logger.exception(
+                    "could not fail %s #%s", d.msg.queue, d.msg.seq, extra=log_fields(d.msg)
+                )
         if replace:
             self._spawn()
         self.wake()
@@ -295,7 +300,7 @@ class Pool:
                 self.observe(d.ended - d.started)
         try:
             if msg.settled is not None:
-                pass  # the handler settled the message itself
+                tracing.finish(msg, msg.outcome)  # the handler settled the message itself
             elif failure is None and not late:
                 with self.lock:
                     self.done.append(d)
@@ -303,11 +308,16 @@ class Pool:
                 self._fail_later(d, failure, tb)
             else:
                 self._settle_directly(d, failure, tb)
+                tracing.finish(msg, msg.outcome)
         except LockLostError as exc:
+            tracing.finish(msg, tracing.LOCK_LOST)
             what = "finished after its timeout" if late else "could not settle"
-            logger.warning("handler for %s #%s %s: %s", msg.queue, msg.seq, what, exc)
+            logger.warning(
+                "handler for %s #%s %s: %s", msg.queue, msg.seq, what, exc, extra=log_fields(msg)
+            )
         except Exception:
-            logger.exception("settling %s #%s failed", msg.queue, msg.seq)
+            tracing.finish(msg, "settle_failed")
+            logger.exception("settling %s #%s failed", msg.queue, msg.seq, extra=log_fields(msg))
         finally:
             self.wake()
 

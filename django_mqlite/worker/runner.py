@@ -34,8 +34,8 @@ from ..engine.clock import now_ms, to_ms
 from ..engine.dialects import dialect_for
 from ..engine.queues import create_queue, get_queue, sync_declared
 from ..exceptions import LockLostError, QueueNotFoundError
-from . import background, clockskew, db_health, prefetch, settlement
-from .delivery import Delivery
+from . import background, clockskew, db_health, prefetch, settlement, tracing
+from .delivery import Delivery, log_fields
 from .memory import rss_mb
 from .pool import Pool
 from .prefetch import GROUP_COMMIT_S, Prefetch
@@ -406,6 +406,8 @@ class Worker:
             msgs = receive(
                 name, max_messages=want - got, worker_id=self.worker_id, using=self.using
             )
+            if msgs and tracing.hook is not None:
+                tracing.hook.claimed(name, msgs, claimed_at)
             now = now_ms()
             batch = []
             for m in msgs:
@@ -435,13 +437,16 @@ class Worker:
             self._abandon(d, f"TimeoutError: handler ran longer than its timeout of {d.timeout}s")
 
     def _abandon(self, d: Delivery, error: str) -> None:
+        tracing.finish(d.msg, "timed_out")
         token = d.msg.lock_token
         assert token is not None
         if d.consumer.give_up is not None:
             try:
                 d.consumer.give_up(d.msg, error)
             except Exception:
-                logger.exception("%s #%s: giving up failed", d.msg.queue, d.msg.seq)
+                logger.exception(
+                    "%s #%s: giving up failed", d.msg.queue, d.msg.seq, extra=log_fields(d.msg)
+                )
             d.lost = True
             return
         delay = self._backoff(d.msg.delivery_count)
@@ -449,9 +454,17 @@ class Worker:
             settle.abandon(
                 d.msg.queue, d.msg.seq, token, delay=delay, error=error, using=self.using
             )
-            logger.warning("%s #%s abandoned: %s", d.msg.queue, d.msg.seq, error)
+            logger.warning(
+                "%s #%s abandoned: %s", d.msg.queue, d.msg.seq, error, extra=log_fields(d.msg)
+            )
         except LockLostError as exc:
-            logger.warning("%s #%s: could not abandon: %s", d.msg.queue, d.msg.seq, exc)
+            logger.warning(
+                "%s #%s: could not abandon: %s",
+                d.msg.queue,
+                d.msg.seq,
+                exc,
+                extra=log_fields(d.msg),
+            )
         d.lost = True
 
     def _flush_completions(self, force: bool = True) -> None:

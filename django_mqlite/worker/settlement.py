@@ -18,7 +18,8 @@ from django.db import Error as DatabaseError
 from ..engine import batches, settle
 from ..engine.clock import now_ms
 from ..engine.types import Outcome
-from .delivery import Delivery
+from . import tracing
+from .delivery import Delivery, log_fields
 from .pool import Pool
 
 logger = logging.getLogger("django_mqlite.worker")
@@ -53,7 +54,9 @@ def renew_due(pool: Pool, using: str, worker_id: int | None = None) -> None:
                     d.lease_until = now + d.lease_s
                 else:
                     d.lost = True
-                    logger.warning("%s #%s: lease lost while held", queue, d.msg.seq)
+                    logger.warning(
+                        "%s #%s: lease lost while held", queue, d.msg.seq, extra=log_fields(d.msg)
+                    )
 
 
 def flush_completions(pool: Pool, using: str) -> Counter[str]:
@@ -67,6 +70,7 @@ def flush_completions(pool: Pool, using: str) -> Counter[str]:
     for d in pool.take_done():
         if d.lost:
             outcomes[Outcome.STALE] += 1
+            tracing.finish(d.msg, tracing.LOCK_LOST)
             _after_completion(d.msg.queue, d, False)
         else:
             todo.append(d)
@@ -87,6 +91,7 @@ def flush_completions(pool: Pool, using: str) -> Counter[str]:
             flushed.update(id(d) for d in part)
             for d, result in zip(part, got, strict=True):
                 outcomes[result.outcome] += 1
+                tracing.finish(d.msg, result)
                 _after_completion(queue, d, result.ok)
     return outcomes
 
@@ -101,7 +106,13 @@ def flush_failures(pool: Pool, using: str) -> Counter[str]:
     for f in pool.take_failed():
         if f[0].lost:
             outcomes[Outcome.STALE] += 1
-            logger.warning("%s #%s: could not abandon: lease lost", f[0].msg.queue, f[0].msg.seq)
+            tracing.finish(f[0].msg, tracing.LOCK_LOST)
+            logger.warning(
+                "%s #%s: could not abandon: lease lost",
+                f[0].msg.queue,
+                f[0].msg.seq,
+                extra=log_fields(f[0].msg),
+            )
         else:
             todo.append(f)
     by: dict[str, list[tuple[Delivery, float, str]]] = defaultdict(list)
@@ -119,8 +130,14 @@ def flush_failures(pool: Pool, using: str) -> Counter[str]:
             flushed.update(id(f) for f in part)
             for (d, _delay, _tb), result in zip(part, got, strict=True):
                 outcomes[result.outcome] += 1
+                tracing.finish(d.msg, result)
                 if not result.ok:
-                    logger.warning("%s #%s: could not abandon: lease lost", queue, d.msg.seq)
+                    logger.warning(
+                        "%s #%s: could not abandon: lease lost",
+                        queue,
+                        d.msg.seq,
+                        extra=log_fields(d.msg),
+                    )
     return outcomes
 
 
@@ -135,10 +152,13 @@ def _after_completion(queue: str, d: Delivery, done: bool) -> None:
         try:
             c.on_completed()
         except Exception:
-            logger.exception("after completing %s #%s", queue, d.msg.seq)
+            logger.exception("after completing %s #%s", queue, d.msg.seq, extra=log_fields(d.msg))
     if not done:
         logger.warning(
-            "%s #%s: lease lost before completion; it will be redelivered", queue, d.msg.seq
+            "%s #%s: lease lost before completion; it will be redelivered",
+            queue,
+            d.msg.seq,
+            extra=log_fields(d.msg),
         )
 
 
@@ -147,4 +167,9 @@ def release(ds: list[Delivery], using: str) -> None:
     for queue, part in by_queue(ds).items():
         for chunk in batches.chunks(part, settle.MAX_COMPLETE_BATCH):
             settle.release(queue, [d.item() for d in chunk], using=using)
-        logger.info("released %s unstarted message(s) of %s", len(part), queue)
+        logger.info(
+            "released %s unstarted message(s) of %s",
+            len(part),
+            queue,
+            extra={"mqlite_queue": queue},
+        )

@@ -31,13 +31,16 @@ class Prepared:
     reply: dict[str, Any]
 
 
-def prepare(info: QueueInfo, p: dict[str, Any]) -> Prepared:
-    """A checked message to send, and the fields of its reply that do not need its seq."""
+def prepare(info: QueueInfo, p: dict[str, Any], http_trace: str | None = None) -> Prepared:
+    """A checked message to send, and the fields of its reply that do not need its seq.
+    ``http_trace`` is the request's ``X-Amzn-Trace-Id`` header: as on AWS, the message's
+    ``AWSTraceHeader`` when it has no such system attribute of its own."""
     body = text(p, "MessageBody", required=True)
     if _BAD_CHARS.search(body):
         raise SQSError("InvalidMessageContents", "Invalid characters found in the message body.")
     attrs = ma.check(p.get("MessageAttributes"))
     trace = ma.trace_header(p.get("MessageSystemAttributes"))
+    stored_trace = trace if trace is not None else http_trace
     size = len(body.encode("utf-8")) + ma.size(attrs)
     cap = info.number("MaximumMessageSize")
     if size > cap:
@@ -59,7 +62,7 @@ def prepare(info: QueueInfo, p: dict[str, Any]) -> Prepared:
         body,
         group_id=group,
         message_id=dedup,
-        properties=ma.to_properties(attrs, trace),
+        properties=ma.to_properties(attrs, stored_trace),
         delay=delay or None,
     )
     try:
@@ -75,6 +78,13 @@ def prepare(info: QueueInfo, p: dict[str, Any]) -> Prepared:
         system = {"AWSTraceHeader": {"DataType": "String", "StringValue": trace}}
         reply["MD5OfMessageSystemAttributes"] = md5.of_attributes(system)
     return Prepared(out, size, reply)
+
+
+def _http_trace(ctx: Context) -> str | None:
+    """An X-Ray ``X-Amzn-Trace-Id`` request header (``Root=…``), which AWS keeps as the
+    ``AWSTraceHeader`` of the messages of a send that give none themselves."""
+    header = ctx.request.headers.get("X-Amzn-Trace-Id", "")
+    return header if header.startswith("Root=") and len(header) <= 1024 else None
 
 
 def fifo_ids(info: QueueInfo, p: dict[str, Any]) -> tuple[str | None, str | None]:
@@ -123,7 +133,7 @@ def _sent(info: QueueInfo, prepared: Prepared, seq: int) -> dict[str, Any]:
 
 def send_message(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
     info = ctx.queue(p, "send")
-    prepared = prepare(info, p)
+    prepared = prepare(info, p, _http_trace(ctx))
     # A batch of one: a FIFO resend with another body is then dropped, as SQS does,
     # instead of failing as a single native send would.
     (seq,) = mq.send_batch(info.name, [prepared.out])
@@ -149,7 +159,7 @@ def send_message_batch(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
     failed: list[dict[str, Any]] = []
     for entry in entries:
         try:
-            ok.append((entry["Id"], prepare(info, entry)))
+            ok.append((entry["Id"], prepare(info, entry, _http_trace(ctx))))
         except SQSError as exc:
             failed.append(batches.failure(entry["Id"], exc))
     seqs = mq.send_batch(info.name, [prep.out for _, prep in ok]) if ok else []

@@ -1,0 +1,61 @@
+"""OpenTelemetry tracing of sends and handler calls (the ``[otel]`` extra).
+
+``configure()`` runs in ``AppConfig.ready()`` and again when ``MQLITE`` changes: with
+``MQLITE["TRACING"]`` False, or None with ``opentelemetry-api`` not installed, it
+imports nothing and leaves the engine's and the worker's hooks unset (``engine.tracing``,
+``worker.tracing``), so tracing costs nothing. Otherwise ``spans`` installs them; they
+follow OpenTelemetry's messaging semantic conventions (see ``spans`` and
+docs/observability.md).
+
+Spans go to the global tracer provider (``opentelemetry.trace.set_tracer_provider``), or
+to the one given to ``configure(tracer_provider=...)`` (tests). While no SDK provider is
+configured nothing would be recorded, so nothing is done per send or handler call beyond
+asking the API which provider is set.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ImproperlyConfigured
+
+from ..conf import mqlite_settings
+from ..engine import tracing as engine_tracing
+from ..worker import tracing as worker_tracing
+
+_provider: Any = None
+
+
+def configure(tracer_provider: Any = None) -> bool:
+    """Install or remove the tracing hooks as ``MQLITE["TRACING"]`` says; returns whether
+    tracing is on. ``tracer_provider`` replaces the global provider (None: the global)."""
+    global _provider
+    # A malformed MQLITE is system check E005's to report; tracing takes the default.
+    wanted = mqlite_settings.TRACING if isinstance(_user_settings(), dict) else None
+    if wanted is False:
+        engine_tracing.hook = worker_tracing.hook = None
+        return False
+    try:
+        from . import spans
+    except ImportError as exc:
+        engine_tracing.hook = worker_tracing.hook = None
+        if wanted:
+            raise ImproperlyConfigured(
+                'MQLITE["TRACING"] is True but OpenTelemetry is not installed: '
+                'pip install "django-mqlite[otel]"'
+            ) from exc
+        return False
+    _provider = tracer_provider
+    spans.install(tracer_provider)
+    return True
+
+
+def _user_settings() -> Any:
+    from django.conf import settings
+
+    return getattr(settings, "MQLITE", None) or {}
+
+
+def _reload(*, setting: str, **kwargs: Any) -> None:
+    if setting == "MQLITE":
+        configure(_provider)

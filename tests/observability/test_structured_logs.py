@@ -1,0 +1,47 @@
+"""Every worker log line about a message carries its queue, seq and delivery count as
+``extra`` fields (``mqlite_queue``, ``mqlite_seq``, ``mqlite_delivery_count``), so a JSON
+formatter gets them without parsing the text."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+
+import django_mqlite as mq
+from django_mqlite.consumers import Registry
+from django_mqlite.worker import Worker
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def handle(msg: mq.Received) -> None:
+    if msg.text() == "reject":
+        raise mq.Reject("Invalid")
+    if msg.text() == "fail":
+        raise RuntimeError("boom")
+    if msg.text() == "lose":
+        # The lease is lost under the handler (a purge): its completion finds it gone.
+        from django_mqlite.engine.redrive import purge_everything
+
+        purge_everything(msg.queue, using=msg.using)
+
+
+def test_worker_lines_about_a_message_carry_its_fields(caplog: Any) -> None:
+    mq.create_queue("lg", max_delivery_count=2)
+    seqs = {t: mq.send("lg", t) for t in ("fail", "reject", "lose")}
+    registry = Registry()
+    registry.register("lg", handle)
+    caplog.set_level(logging.INFO, logger="django_mqlite")
+    Worker(["lg"], burst=True, install_signals=False, registry=registry, reaper=False).run()
+    about = [r for r in caplog.records if " #" in r.getMessage()]
+    assert {r.levelname for r in about} >= {"INFO", "WARNING"}
+    for r in about:
+        assert r.mqlite_queue == "lg", r.getMessage()
+        assert r.mqlite_seq in seqs.values(), r.getMessage()
+        assert f"#{r.mqlite_seq}" in r.getMessage()
+        assert r.mqlite_delivery_count >= 1
+    by_seq = {r.mqlite_seq: r for r in about}
+    assert set(by_seq) == set(seqs.values())  # failure, rejection and lost lease all logged
+    assert by_seq[seqs["fail"]].mqlite_delivery_count == 1
