@@ -84,8 +84,12 @@ def _claim_statement(
         if delete:
             sql = (
                 f"DELETE FROM mqlite_message WHERE seq IN ({pick}) "
-                f"RETURNING {core.MESSAGE_COLUMNS.replace('delivery_count', 'delivery_count + 1')}"
-                ", order_key"
+                # No lease: an active row may still hold the token of a lapsed one.
+                "RETURNING "
+                + core.MESSAGE_COLUMNS.replace("delivery_count", "delivery_count + 1").replace(
+                    "lock_token, locked_until", "NULL, NULL"
+                )
+                + ", order_key"
             )
         else:
             sql = (
