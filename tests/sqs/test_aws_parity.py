@@ -3,6 +3,7 @@ test states AWS's behaviour and fails on the departure it replaced."""
 
 from __future__ import annotations
 
+import hashlib
 import time
 from typing import Any
 
@@ -183,3 +184,54 @@ def test_purge_queue_deletes_in_flight_messages(sqs: Any, queue_url: str) -> Non
     assert mq.peek("orders") == []
     assert "Messages" not in sqs.receive_message(QueueUrl=queue_url, WaitTimeSeconds=2)
     assert held["Body"] in ("held", "waiting")
+
+
+# -- item 6: content-based deduplication ids are the body's SHA-256 ----------------------
+
+
+def test_an_explicit_dedup_id_equal_to_the_sha256_of_a_body_is_a_duplicate(sqs: Any) -> None:
+    url = fifo(sqs, ContentBasedDeduplication="true")
+    first = sqs.send_message(QueueUrl=url, MessageBody="same", MessageGroupId="g")
+    digest = hashlib.sha256(b"same").hexdigest()
+    sqs.send_message(
+        QueueUrl=url, MessageBody="other", MessageGroupId="g", MessageDeduplicationId=digest
+    )
+    (m,) = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, AttributeNames=["All"])[
+        "Messages"
+    ]
+    assert m["MessageId"] == first["MessageId"] and m["Body"] == "same"
+    assert m["Attributes"]["MessageDeduplicationId"] == digest
+
+
+# -- item 7: queue attributes as SQS reports them ------------------------------------------
+
+
+def test_an_empty_policy_removes_the_attribute(sqs: Any, queue_url: str) -> None:
+    policy = '{"Version": "2012-10-17", "Statement": []}'
+    sqs.set_queue_attributes(QueueUrl=queue_url, Attributes={"Policy": policy})
+    got = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["All"])["Attributes"]
+    assert got["Policy"] == policy
+    sqs.set_queue_attributes(QueueUrl=queue_url, Attributes={"Policy": ""})
+    got = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["All"])["Attributes"]
+    assert "Policy" not in got
+
+
+def test_all_attributes_include_sqs_defaults(sqs: Any, queue_url: str) -> None:
+    got = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["All"])["Attributes"]
+    assert got["SqsManagedSseEnabled"] == "true"
+    assert "DeduplicationScope" not in got and "FifoThroughputLimit" not in got
+    url = fifo(sqs)
+    got = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+    assert (got["DeduplicationScope"], got["FifoThroughputLimit"]) == ("queue", "perQueue")
+    sqs.set_queue_attributes(
+        QueueUrl=url,
+        Attributes={
+            "DeduplicationScope": "messageGroup",
+            "FifoThroughputLimit": "perMessageGroupId",
+        },
+    )
+    got = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+    assert (got["DeduplicationScope"], got["FifoThroughputLimit"]) == (
+        "messageGroup",
+        "perMessageGroupId",
+    )

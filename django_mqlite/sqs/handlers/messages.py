@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -45,6 +46,10 @@ def prepare(info: QueueInfo, p: dict[str, Any]) -> Prepared:
             f"One or more parameters are invalid. Reason: Message must be shorter than {cap} bytes."
         )
     group, dedup = fifo_ids(info, p)
+    if info.fifo and dedup is None:
+        # Content-based deduplication: SQS's deduplication id is then the SHA-256 of the
+        # body (hex), so an explicit id equal to it is the same id, and a receive reports it.
+        dedup = hashlib.sha256(body.encode("utf-8")).hexdigest()
     delay = info.number("DelaySeconds")
     if p.get("DelaySeconds") not in (None, ""):
         asked = integer(p, "DelaySeconds", 0, 900)
