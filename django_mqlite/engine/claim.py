@@ -15,6 +15,15 @@ and always the first: a running sum over the picked candidates, in the same stat
 What does not fit is never touched, so it stays active with its delivery uncounted, and
 no surface loads or renders bodies it would then have to trim. Every argument is checked
 (``check_receive``) before anything touches the database.
+
+A group batch (``group_batch=True``, what the SQS endpoint asks of a FIFO queue, as SQS
+returns as many messages of one group as it can): on a ``group_fifo`` queue with no rate
+or in-flight limit, each head the claim picks brings the messages that follow it in its
+group, in order, as long as they are active (a parked, deferred or locked one ends the
+run), the groups taken whole in claim order up to ``max_messages``. The followers stay
+``blocked``, so the line's rule is unchanged: when the head leaves, the next becomes its
+head; when the batch's leases run out, the head is claimable first again. Any other
+queue, or a receive that does not ask, runs the plain claim above.
 """
 
 from __future__ import annotations
@@ -35,7 +44,7 @@ from .clock import from_ms, now_ms
 from .core import QueueRow
 from .dialects import Dialect
 from .received import Received
-from .types import Mode
+from .types import Mode, Ordering
 
 # A long-poll's fallback: between wake-ups (a send in this process, or NOTIFY) it polls
 # after 10 ms, doubling up to half a second.
@@ -61,24 +70,75 @@ def fitting(dialect: Dialect, pick: str, order: str) -> str:
     )
 
 
-_claim_sql: dict[tuple[str, bool, str, bool], str] = {}
+_claim_sql: dict[tuple[str, bool, str, bool, bool], str] = {}
+
+
+#: Above every seq: the end of a line that has no end within reach.
+_NO_END = 2**63 - 1
+
+
+def group_pick(dialect: Dialect, heads: str) -> str:
+    """A group batch's pick (see the module's docstring): ``heads`` (the plain pick, with
+    its queue, order key and priority) and the active messages behind each head in its
+    line, within the next ``max_messages - 1`` live ones (``line_end``) and before the
+    first that is not active (``stop``), taken by head in claim order, then by seq, up
+    to ``max_messages``. Each head's window is found first, so every follower is read
+    from the line index as a range of at most ``max_messages`` rows, however deep the
+    group. Parameters: the heads', then queue id, max - 2, queue id, queue id, now, max."""
+    line = f"FROM mqlite_message {{a}} {dialect.index_hint('mqlite_msg_line')}"
+
+    def behind(a: str, head: str) -> str:
+        return (
+            f"{a}.queue_id = %s AND {a}.order_key = {head}.order_key AND {a}.blocked = 1"
+            f" AND {a}.seq > {head}.seq AND {a}.state IN {core.LIVE_SQL}"
+        )
+
+    window = (
+        f"SELECT w.seq {line.format(a='w')} WHERE {behind('w', 'h')}"
+        " ORDER BY w.seq LIMIT 1 OFFSET %s"
+    )
+    stop = (
+        f"SELECT MIN(x.seq) {line.format(a='x')} WHERE {behind('x', 'e')}"
+        " AND x.state <> 'active' AND x.seq <= e.line_end"
+    )
+    return (
+        "SELECT seq FROM mqlite_message WHERE seq IN ("
+        f"WITH h AS ({heads}), "
+        "e AS (SELECT h.seq, h.order_key, h.priority, "
+        f"COALESCE(({window}), {_NO_END}) AS line_end FROM h), "
+        "s AS (SELECT e.seq, e.order_key, e.priority, e.line_end, "
+        f"COALESCE(({stop}), {_NO_END}) AS stop FROM e), "
+        "c AS (SELECT seq, priority AS head_priority, seq AS head_seq FROM s UNION ALL "
+        "SELECT f.seq, s.priority, s.seq FROM s JOIN mqlite_message f "
+        f"ON {behind('f', 's')} AND f.seq <= s.line_end AND f.seq < s.stop "
+        "AND f.state = 'active' AND (f.expires_at IS NULL OR f.expires_at > %s)) "
+        "SELECT seq FROM c ORDER BY head_priority DESC, head_seq, seq LIMIT %s)"
+    )
 
 
 def _claim_statement(
-    dialect: Dialect, delete: bool, limit: str = "%s", budgeted: bool = False
+    dialect: Dialect,
+    delete: bool,
+    limit: str = "%s",
+    budgeted: bool = False,
+    groups: bool = False,
 ) -> str:
     """The claim. ``limit`` is the SQL of its LIMIT: a parameter, or for a queue with a
     rate or in-flight limit the budget subquery of ``limits.budget``; ``budgeted`` adds
-    the byte budget (one more parameter, after the pick's)."""
-    key = (dialect.vendor, delete, limit, budgeted)
+    the byte budget (one more parameter, after the pick's); ``groups`` makes it a group
+    batch (``group_pick``)."""
+    key = (dialect.vendor, delete, limit, budgeted, groups)
     sql = _claim_sql.get(key)
     if sql is None:
+        columns = "seq, order_key, priority" if groups else "seq"
         pick = (
-            f"SELECT seq FROM mqlite_message {dialect.index_hint('mqlite_msg_claim')}"
+            f"SELECT {columns} FROM mqlite_message {dialect.index_hint('mqlite_msg_claim')}"
             " WHERE queue_id = %s AND state = 'active' AND blocked = 0"
             " AND (expires_at IS NULL OR expires_at > %s)"
             f" ORDER BY priority DESC, seq LIMIT {limit} {dialect.lock_suffix()}"
         )
+        if groups:
+            pick = group_pick(dialect, pick)
         if budgeted:
             pick = fitting(dialect, pick, "priority DESC, seq")
         if delete:
@@ -152,6 +212,7 @@ class ReceiveArgs:
     worker_id: int | None
     max_bytes: int | None
     alias: str
+    group_batch: bool = False
 
 
 def check_receive(
@@ -166,6 +227,7 @@ def check_receive(
     max_bytes: int | None = None,
     worker_id: int | None = None,
     using: str | None = None,
+    group_batch: bool = False,
 ) -> ReceiveArgs:
     """Every argument of a receive checked (``InvalidArgumentError`` otherwise), before
     anything is claimed. ``receive`` and ``areceive`` call it first; nothing about a
@@ -193,6 +255,7 @@ def check_receive(
         worker_id=worker_id,
         max_bytes=max_bytes,
         alias=core.alias_of(using, queue),
+        group_batch=bool(group_batch),
     )
 
 
@@ -208,6 +271,7 @@ def receive(
     max_bytes: int | None = None,
     worker_id: int | None = None,
     using: str | None = None,
+    group_batch: bool = False,
 ) -> list[Received]:
     """Claim up to ``max_messages`` (≤ 256) messages in one transaction.
 
@@ -216,6 +280,8 @@ def receive(
     bounds the batch by the stored size of its bodies and properties (plus
     ``FIELDS_BYTES`` a message); the first message is always claimed. ``attempt_id`` is
     private to ``attempt_scope`` (a surface passes its caller; see ``attempts``).
+    ``group_batch`` asks for a group batch (see the module's docstring): for a consumer
+    that handles a batch in order, as an SQS FIFO client does.
     """
     args = check_receive(
         queue,
@@ -228,6 +294,7 @@ def receive(
         max_bytes=max_bytes,
         worker_id=worker_id,
         using=using,
+        group_batch=group_batch,
     )
     deadline = time.monotonic() + args.wait_ms / 1000
     delay = POLL_FIRST_S
@@ -263,11 +330,20 @@ def claim(args: ReceiveArgs) -> list[Received]:
         delete = args.mode is Mode.RECEIVE_AND_DELETE
         limit: str = "%s"
         budget: list[int] = [args.max_messages]
+        groups = (
+            args.group_batch
+            and args.max_messages > 1
+            and q.ordering == Ordering.GROUP_FIFO
+            and not q.limited
+        )
         if q.limited:
             limit, budget = limits.budget(cursor, dialect, q, now, args.max_messages)
+        if groups:
+            n = args.max_messages
+            budget = [n, q.id, n - 2, q.id, q.id, now, n]
         if args.max_bytes is not None:
             budget = [*budget, args.max_bytes]
-        sql = _claim_statement(dialect, delete, limit, args.max_bytes is not None)
+        sql = _claim_statement(dialect, delete, limit, args.max_bytes is not None, groups)
         if delete:
             cursor.execute(sql, [q.id, now, *budget])
         else:

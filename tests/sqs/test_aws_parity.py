@@ -235,3 +235,21 @@ def test_all_attributes_include_sqs_defaults(sqs: Any, queue_url: str) -> None:
         "messageGroup",
         "perMessageGroupId",
     )
+
+
+# -- item 9: a FIFO receive returns as many messages of one group as it can ----------------
+
+
+def test_fifo_receive_returns_a_group_in_order(sqs: Any) -> None:
+    url = fifo(sqs, ContentBasedDeduplication="true")
+    for body in ("m1", "m2", "m3"):
+        sqs.send_message(QueueUrl=url, MessageBody=body, MessageGroupId="group")
+    sqs.send_message(QueueUrl=url, MessageBody="other", MessageGroupId="another")
+    got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=2)["Messages"]
+    assert [m["Body"] for m in got] == ["m1", "m2"]
+    (other,) = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
+    assert other["Body"] == "other"
+    for m in got:
+        sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
+    (last,) = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
+    assert last["Body"] == "m3"

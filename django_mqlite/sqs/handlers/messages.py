@@ -177,6 +177,8 @@ def receive_message(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
         attempt_id=ask.attempt_id,
         attempt_scope=receiving.attempt_scope(ctx),
         max_bytes=receiving.max_bytes(),
+        # SQS returns as many messages of one group as it can, in order.
+        group_batch=info.fifo,
     )
     if zero:
         # Visible again at once: the receive still counts towards maxReceiveCount.
