@@ -253,3 +253,57 @@ def test_fifo_receive_returns_a_group_in_order(sqs: Any) -> None:
         sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
     (last,) = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
     assert last["Body"] == "m3"
+
+
+# -- error texts as SQS words them (moto's suite, checked against AWS) ---------------------
+
+
+def test_error_texts_as_sqs_words_them(sqs: Any, queue_url: str) -> None:
+    name_text = (
+        "Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length"
+    )
+    for name in ("", "/my/test", "p" * 81):
+        got = error(sqs, sqs.create_queue, QueueName=name)
+        assert (got["Code"], got["Message"]) == ("InvalidParameterValue", name_text)
+    got = error(
+        sqs,
+        sqs.send_message,
+        QueueUrl=queue_url,
+        MessageBody="x",
+        MessageAttributes={"öther": {"DataType": "String", "StringValue": "s"}},
+    )
+    assert got["Message"] == (
+        "The message attribute name 'öther' is invalid. Attribute name can contain A-Z, "
+        "a-z, 0-9, underscore (_), hyphen (-), and period (.) characters."
+    )
+    got = error(
+        sqs,
+        sqs.send_message,
+        QueueUrl=queue_url,
+        MessageBody="x",
+        MessageAttributes={"t": {"DataType": "Invalid", "StringValue": "1"}},
+    )
+    assert got["Message"] == (
+        "The message attribute 't' has an invalid message attribute type, the set of "
+        "supported type prefixes is Binary, Number, and String."
+    )
+    url = fifo(sqs, ContentBasedDeduplication="true")
+    got = error(
+        sqs, sqs.send_message, QueueUrl=url, MessageBody="x", MessageGroupId="g", DelaySeconds=5
+    )
+    assert got["Message"] == (
+        "Value 5 for parameter DelaySeconds is invalid. Reason: The request include "
+        "parameter that is not valid for this queue type."
+    )
+
+
+def test_tag_errors_as_sqs_words_them(sqs: Any, queue_url: str) -> None:
+    sqs.tag_queue(QueueUrl=queue_url, Tags={"k": "v"})
+    got = error(sqs, sqs.tag_queue, QueueUrl=queue_url, Tags={})
+    assert got["Message"] == "The request must contain the parameter Tags."
+    many = {f"k{i}": "v" for i in range(51)}
+    got = error(sqs, sqs.tag_queue, QueueUrl=queue_url, Tags=many)
+    assert got["Message"] == "Too many tags added for queue orders."
+    assert sqs.list_queue_tags(QueueUrl=queue_url)["Tags"] == {"k": "v"}
+    got = error(sqs, sqs.untag_queue, QueueUrl=queue_url, TagKeys=[])
+    assert got["Message"] == "Tag keys must be between 1 and 128 characters in length."

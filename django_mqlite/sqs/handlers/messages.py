@@ -56,7 +56,8 @@ def prepare(info: QueueInfo, p: dict[str, Any]) -> Prepared:
         if info.fifo and asked != 0:
             # A FIFO message takes the queue's delay; an explicit 0 is accepted (as SQS).
             raise invalid(
-                "The request include parameter that is not valid for this queue type: DelaySeconds"
+                f"Value {asked} for parameter DelaySeconds is invalid. Reason: The request "
+                "include parameter that is not valid for this queue type."
             )
         if not info.fifo:
             delay = asked
