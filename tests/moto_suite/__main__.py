@@ -159,8 +159,12 @@ def main() -> int:
     parser.add_argument("--db", choices=["sqlite", "postgres"], default="sqlite")
     parser.add_argument("--python", default=sys.executable, help="an interpreter with moto")
     parser.add_argument("--keep", help="extract and log into this directory")
+    parser.add_argument("--fetch", action="store_true", help="only download the sdist")
     parser.add_argument("pytest_args", nargs="*", help="passed to pytest (e.g. -k ...)")
     args = parser.parse_args()
+    if args.fetch:
+        print(sdist())
+        return 0
     started = time.monotonic()
     work = Path(args.keep or tempfile.mkdtemp(prefix=f"moto-suite-{args.db}-"))
     work.mkdir(parents=True, exist_ok=True)
