@@ -79,3 +79,10 @@ def test_other_orderings_ignore_it(ordering: str) -> None:
 
 def test_without_it_a_receive_takes_one_per_group(groups: None) -> None:
     assert texts(mq.receive("g", max_messages=10)) == ["a0", "b0"]
+
+
+def test_the_async_twin_takes_it_too(groups: None) -> None:
+    from asgiref.sync import async_to_sync
+
+    got = async_to_sync(mq.areceive)("g", max_messages=2, group_batch=True)
+    assert texts(got) == ["a0", "a1"]
