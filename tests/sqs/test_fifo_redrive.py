@@ -109,7 +109,11 @@ def test_redrive_policy_moves_to_the_dlq_after_max_receives(sqs: Any) -> None:
     assert "Messages" not in sqs.receive_message(QueueUrl=src)
     (dead,) = sqs.receive_message(QueueUrl=dlq, AttributeNames=["All"])["Messages"]
     assert (dead["Body"], dead["MessageId"]) == ("poison", sent["MessageId"])
-    assert dead["Attributes"]["ApproximateReceiveCount"] == "1"
+    # As on SQS: the receive count keeps counting, and the source queue is named.
+    assert dead["Attributes"]["ApproximateReceiveCount"] == "3"
+    assert dead["Attributes"]["DeadLetterQueueSourceArn"] == (
+        "arn:aws:sqs:us-east-1:000000000000:orders"
+    )
     sqs.change_message_visibility(
         QueueUrl=dlq, ReceiptHandle=dead["ReceiptHandle"], VisibilityTimeout=0
     )
@@ -120,8 +124,10 @@ def test_redrive_policy_moves_to_the_dlq_after_max_receives(sqs: Any) -> None:
     assert (task["TaskHandle"], task["Status"]) == (handle, "COMPLETED")
     assert task["ApproximateNumberOfMessagesMoved"] == 1
     assert task["DestinationArn"].endswith(":orders")
-    (back,) = sqs.receive_message(QueueUrl=src)["Messages"]
+    (back,) = sqs.receive_message(QueueUrl=src, AttributeNames=["All"])["Messages"]
     assert back["Body"] == "poison"
+    assert back["Attributes"]["ApproximateReceiveCount"] == "1"
+    assert "DeadLetterQueueSourceArn" not in back["Attributes"]
     assert "Messages" not in sqs.receive_message(QueueUrl=dlq)
     with pytest.raises(sqs.exceptions.ResourceNotFoundException):
         sqs.cancel_message_move_task(TaskHandle=handle)

@@ -10,7 +10,7 @@ from typing import Any
 import django_mqlite as mq
 
 from ...tasks.front import remote_message
-from .. import md5, receipts
+from .. import md5, receipts, store
 from ..context import Context, integer, text
 from ..errors import SQSError, from_mqlite, invalid, missing
 from ..store import QueueInfo
@@ -190,7 +190,11 @@ def receive_message(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
             except mq.LockLostError:
                 pass
     now_ms = mq.clock.now_ms()
-    out = [_received(ctx, info, m, ask.system, ask.attributes, now_ms) for m in got]
+    # A dead letter forwarded here shows its source and keeps counting its receives.
+    sources = store.forwarded(info.name, [m.seq for m in got])
+    out = [
+        _received(ctx, info, m, ask.system, ask.attributes, now_ms, sources.get(m.seq)) for m in got
+    ]
     return {"Messages": out} if out else {}
 
 
@@ -201,6 +205,7 @@ def _received(
     system: frozenset[str],
     wanted: list[str],
     now_ms: int,
+    source: tuple[str, int] | None = None,
 ) -> dict[str, Any]:
     body = m.body.decode("utf-8", errors="replace")
     assert m.lock_token is not None
@@ -211,6 +216,9 @@ def _received(
         "Body": body,
     }
     attrs = _system_attributes(ctx, info, m, now_ms)
+    if source is not None:
+        attrs["DeadLetterQueueSourceArn"] = ctx.arn(source[0])
+        attrs["ApproximateReceiveCount"] = str(m.delivery_count + source[1])
     if "All" not in system:
         attrs = {k: v for k, v in attrs.items() if k in system}
     if attrs:
