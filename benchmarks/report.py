@@ -81,6 +81,56 @@ def defaults_table(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+BROKER_SYSTEMS = {  # benchmarks/brokers/systems.py
+    "mqlite": "django-mqlite",
+    "celery_redis": "Celery, Redis",
+    "celery_redis_results": "Celery, Redis, results",
+    "celery_amqp": "Celery, RabbitMQ",
+    "dramatiq_redis": "Dramatiq, Redis",
+    "dramatiq_amqp": "Dramatiq, RabbitMQ",
+    "huey": "Huey, Redis",
+    "rq": "RQ, Redis",
+    "procrastinate": "procrastinate",
+}
+
+
+def brokers_table(data: dict[str, Any]) -> str:
+    """The brokers scenario: per database, a row per system with its drain (start-up
+    included, and steady), CPU per task, pickup p50/p95/p99, and django-mqlite's ratio to
+    it on the drain."""
+    lines = []
+    for db in data["results"]:
+        flat = flatten(data["results"][db])
+        ours = flat.get("mqlite.brokers_drain")
+        if ours is None:
+            continue
+        n = data.get("sizes", {}).get(db, {}).get("brokers")
+        lines += [f"**{db}** (N = {n})", ""]
+        lines.append(
+            "| system | drain, start-up included [CPU per task] | steady | pickup p50 / p95 / "
+            "p99 (ms) | django-mqlite's drain against it |"
+        )
+        lines.append("|---|---|---|---|---|")
+        for key, label in BROKER_SYSTEMS.items():
+            drain = flat.get(f"{key}.brokers_drain")
+            if drain is None:
+                continue
+            steady = flat.get(f"{key}.brokers_drain_steady")
+            pick = flat.get(f"{key}.pickup") or {}
+            if "p50" in pick:
+                pickup = f"{pick['p50']:.1f} / {pick['p95']:.1f} / {pick['p99']:.1f}"
+            else:
+                pickup = "skipped" if "skipped" in pick else "-"
+            ratio = ""
+            if key != "mqlite" and "median" in drain and ours and "median" in ours:
+                ratio = f"{ours['median'] / drain['median']:.1f}x"
+            lines.append(
+                f"| {label} | {_fmt(drain, '/s')} | {_fmt(steady, '/s')} | {pickup} | {ratio} |"
+            )
+        lines.append("")
+    return "\n".join(lines)
+
+
 def tables(data: dict[str, Any]) -> str:
     dbs = list(data["results"])
     head = "| scenario | " + " | ".join(
@@ -100,6 +150,9 @@ def tables(data: dict[str, Any]) -> str:
     defaults = defaults_table(data)
     if defaults:
         lines = [defaults, "", *lines]
+    brokers = brokers_table(data)
+    if brokers:
+        lines = [brokers, "", *lines]
     floor = flats.get("sqlite", {})
     if "sqlite3.floor_drain_batch_64" in floor:
         lines += ["", "| SQLite, in-process | raw sqlite3 (floor) | django-mqlite | ratio |"]

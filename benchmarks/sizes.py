@@ -19,6 +19,8 @@ QUICK = {
     "writes": 10_000,
     "defaults": 1_000,
     "defaults_single": 300,
+    "brokers": 1_000,
+    "pickup": 100,
 }
 FULL = {
     **QUICK,
@@ -33,6 +35,8 @@ FULL = {
     "writes": 20_000,
     "defaults": 3_000,
     "defaults_single": 1_000,
+    "brokers": 30_000,
+    "pickup": 200,
 }
 
 # PostgreSQL on a shared 2-core box is bound by commit fsyncs (IO:WALSync): the peer

@@ -12,13 +12,15 @@ This module may import ``engine`` (the verbs), ``consumers``, ``admission`` and
 
 from __future__ import annotations
 
+from typing import Any
+
 from . import admission
 from .consumers import consumer
 from .engine import clock
 from .engine.aio import apeek, areceive, asend, asend_batch, astats
 from .engine.claim import receive, receive_deferred
 from .engine.control import pause_queue, resume_queue
-from .engine.core import database_of
+from .engine.databases import database_of
 from .engine.history import history
 from .engine.inspect import peek, stats
 from .engine.maintenance import reap
@@ -42,8 +44,11 @@ from .engine.topics import (
     delete_topic,
     get_topic,
     list_topics,
+    matching_queues,
     publish,
     subscribe,
+    topic_database,
+    topic_totals,
     unsubscribe,
 )
 from .engine.types import (
@@ -124,6 +129,7 @@ __all__ = [
     "history",
     "list_queues",
     "list_topics",
+    "matching_queues",
     "once",
     "pause_queue",
     "peek",
@@ -144,6 +150,19 @@ __all__ = [
     "send_batch",
     "stats",
     "subscribe",
+    "subscribe_task",
+    "topic_database",
+    "topic_totals",
     "unsubscribe",
     "update_queue",
 ]
+
+
+def subscribe_task(
+    topic: str, task: Any, filter: Any = None, *, using: str | None = None
+) -> Subscription:
+    """Subscribe a Django task to ``topic``: each publish ``filter`` takes is enqueued as
+    ``task(event)`` by the Tasks backend (``django_mqlite.tasks.topics``)."""
+    from .tasks.topics import subscribe_task as subscribe
+
+    return subscribe(topic, task, filter, using=using)

@@ -42,7 +42,7 @@ def _db() -> tuple[str, dict[str, Any]]:
 
 @register(TAG)
 def check_database(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
-    from .engine.core import queue_databases
+    from .engine.databases import queue_databases
 
     out = _check_declared_databases()
     if out:

@@ -46,7 +46,7 @@ from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 
-from .engine.core import check_queue_name
+from .engine.arguments import check_queue_name
 
 Handler = Callable[[Any], Any]
 

@@ -397,6 +397,10 @@ class Topic(models.Model):
 
     name = models.CharField(max_length=80, unique=True)
     created_at = models.BigIntegerField()
+    #: A fresh random value at every change of the topic's subscriptions (and of a
+    #: subscribed queue's ordering or dedup): a publisher's cached statement runs only
+    #: while it still matches (``engine/fanout.py``).
+    version = models.BigIntegerField(default=0, db_default=0)
 
     class Meta:
         db_table = "mqlite_topic"
@@ -415,6 +419,9 @@ class Subscription(models.Model):
     queue = models.ForeignKey(Queue, on_delete=models.CASCADE, related_name="+")
     filter = models.JSONField(null=True, blank=True)
     created_at = models.BigIntegerField()
+    #: A task subscription (``mq.subscribe_task``): the dotted path of the task each
+    #: matching publish is enqueued as, on this queue, by the Tasks backend (signed).
+    task = models.CharField(max_length=200, null=True, blank=True)
 
     class Meta:
         db_table = "mqlite_subscription"
@@ -425,3 +432,31 @@ class Subscription(models.Model):
 
     def __str__(self) -> str:
         return f"{self.topic_id} -> {self.queue_id}"
+
+
+class TopicTotals(models.Model):
+    """Lifetime counters of a topic: the row with ``queue_id`` 0 counts publishes,
+    each other row the copies its queue received from the topic. Sharded like
+    ``QueueTotals`` (on PostgreSQL each session adds to a shard of its own, so
+    concurrent publishers do not queue on one row); no foreign keys, so that a
+    publish's counting adds no check at commit. Removed with their topic, subscription
+    or queue."""
+
+    topic_id = models.BigIntegerField()
+    queue_id = models.BigIntegerField()
+    shard = models.SmallIntegerField(default=0)
+    published = models.BigIntegerField(default=0)
+    delivered = models.BigIntegerField(default=0)
+
+    class Meta:
+        db_table = "mqlite_topic_totals"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["topic_id", "queue_id", "shard"], name="mqlite_topic_totals_shard"
+            ),
+        ]
+        # No index on queue_id: the table holds a few rows per subscription, and every
+        # index is one more page a publish writes at commit.
+
+    def __str__(self) -> str:
+        return f"{self.topic_id}/{self.queue_id}"

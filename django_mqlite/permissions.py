@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from .conf import mqlite_settings
-from .engine.core import database_of
+from .engine.databases import database_of
 from .exceptions import InvalidArgumentError
 
 VERBS = ("view", "send", "consume", "manage")

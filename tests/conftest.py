@@ -41,12 +41,12 @@ def _fresh_lease_throttle() -> None:
 def statement_caches() -> list[dict[Any, Any]]:
     """The engine's per-process caches of built statements (each keyed by what it was
     built from, so emptying one only costs a rebuild of the same text)."""
-    from django_mqlite.engine import claim, core, prepared, send_one
+    from django_mqlite.engine import claim, prepared, send_one, totals
 
     return [
         claim._claim_sql,
         claim._promote_sql,
-        core._totals_sql,
+        totals._totals_sql,
         send_one._postgres,
         prepared._names,
     ]

@@ -221,3 +221,44 @@ def test_report_refuses_a_file_that_fails_the_check(
     bad.write_text(json.dumps(data))
     assert main(["report", str(bad)]) == 1
     assert "median" in capsys.readouterr().err
+
+
+def _brokers_file(n: int) -> dict[str, Any]:
+    from benchmarks.harness import summary
+    from benchmarks.sizes import sizes_for
+
+    results = {
+        "mqlite.brokers_drain": summary([1000.0], "tasks/s", n=n, cpu_us_per_msg=900.0),
+        "mqlite.brokers_drain_steady": summary([1400.0], "tasks/s", n=n),
+        "mqlite.pickup": summary([8.0], "ms", n=200, p50=8.0, p95=12.0, p99=16.0, every_ms=50.0),
+        "celery_redis.brokers_drain": summary([250.0], "tasks/s", n=n, cpu_us_per_msg=2000.0),
+        "celery_redis.brokers_drain_steady": summary([345.0], "tasks/s", n=n),
+        "celery_redis.pickup": summary(
+            [4.5], "ms", n=200, p50=4.5, p95=5.0, p99=5.8, every_ms=50.0
+        ),
+        "rq.brokers_drain": {"skipped": "redis does not answer on 127.0.0.1:6379"},
+    }
+    return {
+        "repeat": 1,
+        "quick": False,
+        "sizes": {"sqlite": sizes_for("sqlite", False, overrides={})},
+        "results": {"sqlite": {"brokers": results}},
+    }
+
+
+def test_a_brokers_results_file_checks_and_renders_its_table() -> None:
+    from benchmarks.report import brokers_table
+    from benchmarks.results_check import problems
+
+    data = _brokers_file(30_000)
+    assert problems(data) == []
+    table = brokers_table(data)
+    assert "| Celery, Redis | 250 [2,000 µs CPU] | 345 | 4.5 / 5.0 / 5.8 | 4.0x |" in table
+    assert "| RQ, Redis | skipped | - | - |  |" in table
+
+
+def test_a_brokers_result_at_another_n_is_refused() -> None:
+    from benchmarks.results_check import problems
+
+    found = problems(_brokers_file(3_000))
+    assert any("mqlite.brokers_drain: n is 3000, the harness uses 30000" in p for p in found)

@@ -7,12 +7,13 @@ from collections.abc import Callable
 from typing import Any
 
 from ..harness import Context
-from . import defaults, drain, floor, latency, memory, produce, writes
+from . import brokers, defaults, drain, floor, latency, memory, produce, writes
 
 Scenario = Callable[[Context], dict[str, Any]]
 
 SCENARIOS: dict[str, Scenario] = {
     "defaults": defaults.defaults,
+    "brokers": brokers.brokers,
     "produce_single": produce.single,
     "produce_batch": produce.batch,
     "drain": drain.consumer_drain,

@@ -17,8 +17,9 @@ from typing import Any
 from django.db import connection
 
 import django_mqlite as mq
-from django_mqlite.engine import claim, core
+from django_mqlite.engine import claim, totals
 from django_mqlite.engine.dialects import dialect_for
+from django_mqlite.engine.rows import QUEUE_COLUMNS
 
 from ..backlog import BODY, fill
 from ..harness import Context, Stopwatch, repeat, reset, skipped
@@ -40,7 +41,7 @@ class Floor:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         d = dialect_for("default")
-        self.lookup = _q(f"SELECT {core.QUEUE_COLUMNS} FROM mqlite_queue WHERE name = %s")
+        self.lookup = _q(f"SELECT {QUEUE_COLUMNS} FROM mqlite_queue WHERE name = %s")
         self.promote = _q(claim._promote_statement(d))
         self.claim = _q(claim._claim_statement(d, False))
         self.totals_d = _q(self._totals(d, "delivered"))
@@ -55,7 +56,7 @@ class Floor:
             def execute(self, sql: str, params: Any) -> None:
                 Capture.sql = sql
 
-        core.bump_totals(Capture(), d, 0, **{name: 1})  # type: ignore[arg-type]
+        totals.bump_totals(Capture(), d, 0, **{name: 1})  # type: ignore[arg-type]
         return Capture.sql
 
     def queue_id(self) -> int:

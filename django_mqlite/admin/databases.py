@@ -19,7 +19,7 @@ from django.contrib.admin.views.main import ChangeList
 from django.db.models import QuerySet
 from django.http import HttpRequest, QueryDict
 
-from ..engine.core import queue_databases
+from ..engine.databases import queue_databases
 
 PARAM = "database"
 

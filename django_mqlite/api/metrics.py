@@ -7,6 +7,7 @@ A scrape of a deep queue must stay cheap, so it reads:
   ``LIMIT``, at most ``COUNT_CAP + 1`` index entries per state);
 - the oldest active message's age: one index seek per queue;
 - lifetime totals from the counters table (a few rows per queue), not from messages;
+- topic counters (publishes per topic, copies per subscription) from theirs;
 - one row per worker that has not stopped: alive, busy, claimed, failed, clock skew.
 
 ``mq.stats()`` and ``manage.py mqlite stats`` give exact depths when they are needed.
@@ -134,8 +135,31 @@ class QueueCollector(Collector):
         yield rate
         yield in_flight
         yield from totals.values()
+        yield from self.topics(queues)
         if self.show_workers:
             yield from self.workers(now)
+
+    def topics(self, queues: dict[int, str]) -> Iterator[Metric]:
+        """Publishes per topic and copies per subscription (``mq.topic_totals``): a
+        subscription shown when its queue is, a topic when any of its queues is (or
+        every queue may be seen)."""
+        published = CounterMetricFamily(
+            "mqlite_topic_published", "Publishes to the topic.", labels=["topic"]
+        )
+        delivered = CounterMetricFamily(
+            "mqlite_topic_delivered",
+            "Copies the topic put in the subscribed queue.",
+            labels=["topic", "queue"],
+        )
+        shown = set(queues.values())
+        for topic, counts in sorted(mq.topic_totals(using=self.using).items()):
+            subs = {q: n for q, n in counts["delivered"].items() if q in shown}
+            if self.queues is None or subs:
+                published.add_metric([topic], counts["published"])
+            for queue, n in sorted(subs.items()):
+                delivered.add_metric([topic, queue], n)
+        yield published
+        yield delivered
 
     def workers(self, now: int) -> Iterator[Metric]:
         """Gauges of every worker that has not stopped (stale ones read alive 0)."""

@@ -339,3 +339,35 @@ class ErrorSerializer(serializers.Serializer):
 
 class DeleteQuerySerializer(serializers.Serializer):
     force = serializers.BooleanField(required=False)
+
+
+# -- topics ------------------------------------------------------------------------------
+
+
+class SubscriptionSerializer(serializers.Serializer):
+    topic = serializers.CharField()
+    queue = serializers.CharField()
+    filter = AnyJSONField(help_text="the filter as given; null takes every message")
+    created_at = serializers.DateTimeField()
+
+
+class TopicSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    subscriptions = SubscriptionSerializer(many=True)
+
+
+class TopicListSerializer(serializers.Serializer):
+    topics = TopicSerializer(many=True)
+
+
+class TopicCreateSerializer(StrictSerializer):
+    name = text(80)
+
+
+class SubscribeSerializer(StrictSerializer):
+    filter = AnyJSONField(required=False, help_text="docs/topics.md#filters; null: every message")
+
+
+class PublishedSerializer(serializers.Serializer):
+    reached = serializers.IntegerField(help_text="the number of queues that got a copy")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.urls import path, re_path
 
-from .views import history, ops, queues
+from .views import history, ops, queues, topics
 from .views import messages as m
 
 app_name = "mqlite-api"
@@ -41,6 +41,14 @@ urlpatterns = [
     path("queues/<str:name>/renew/", m.RenewBatchView.as_view(), name="renew-batch"),
     path("queues/<str:name>/redrive/", ops.RedriveView.as_view(), name="redrive"),
     path("queues/<str:name>/purge/", ops.PurgeView.as_view(), name="purge"),
+    path("topics/", topics.TopicListView.as_view(), name="topics"),
+    path("topics/<str:topic>/", topics.TopicDetailView.as_view(), name="topic"),
+    path("topics/<str:topic>/publish/", topics.PublishView.as_view(), name="publish"),
+    path(
+        "topics/<str:topic>/subscriptions/<str:name>/",
+        topics.SubscriptionView.as_view(),
+        name="subscription",
+    ),
     path("stats/", queues.StatsView.as_view(), name="stats"),
     path("metrics/", ops.MetricsView.as_view(), name="metrics"),
     path("healthz/", ops.HealthView.as_view(), name="healthz"),

@@ -22,7 +22,7 @@ from django.db import connections
 import django_mqlite as mq
 
 from ..conf import mqlite_settings
-from ..engine import core
+from ..engine import databases
 from ..engine.redrive import PURGEABLE
 from . import control as cli_control
 
@@ -306,7 +306,7 @@ def health(out: OutputWrapper, o: dict[str, Any]) -> None:
     workers any of them has."""
     report: dict[str, Any] = {"database": True, "workers": None, "oldest_active_age": None}
     problems: list[str] = []
-    for alias in [o["database"]] if o["database"] else core.queue_databases():
+    for alias in [o["database"]] if o["database"] else databases.queue_databases():
         workers, oldest = _probe(alias, problems)
         report["database"] = report["database"] and workers is not None
         if workers is None:

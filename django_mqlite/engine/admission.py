@@ -40,7 +40,7 @@ from typing import Any
 
 from ..conf import mqlite_settings
 from ..exceptions import InvalidArgumentError, MessageTooLargeError
-from . import clock, core
+from . import arguments, canonical_json, clock
 from .attributes import attribute_problem, is_attribute_shaped
 from .clock import to_ms
 from .prepare import Row
@@ -75,9 +75,9 @@ def admit(msg: OutMessage, now: int) -> Row:
     cap = mqlite_settings.MAX_BODY_BYTES
     if len(data) > cap:
         raise MessageTooLargeError(f"body is {len(data)} bytes; the cap is {cap}")
-    priority = core.check_int(msg.priority, "priority", *core.PRIORITY_RANGE)
+    priority = arguments.check_int(msg.priority, "priority", *arguments.PRIORITY_RANGE)
     visible_at = _visible_at(msg, now)
-    ttl_ms = core.optional_duration_ms(msg.ttl, "ttl") if msg.ttl is not None else None
+    ttl_ms = arguments.optional_duration_ms(msg.ttl, "ttl") if msg.ttl is not None else None
     return Row(
         body=data,
         content_type=content_type,
@@ -107,13 +107,13 @@ def _visible_at(msg: OutMessage, now: int) -> int:
     if msg.delay is not None and msg.scheduled_at is not None:
         raise InvalidArgumentError("pass delay or scheduled_at, not both")
     if msg.delay is not None:
-        return now + core.duration_ms(msg.delay, "delay")
+        return now + arguments.duration_ms(msg.delay, "delay")
     if msg.scheduled_at is None:
         return now
     if not isinstance(msg.scheduled_at, dt.datetime) or msg.scheduled_at.tzinfo is None:
         raise InvalidArgumentError("scheduled_at must be an aware datetime")
     visible_at = max(now, to_ms(msg.scheduled_at))
-    if visible_at - now > core.MAX_DURATION_S * 1000:
+    if visible_at - now > arguments.MAX_DURATION_S * 1000:
         raise InvalidArgumentError("scheduled_at is too far ahead (at most ten years)")
     return visible_at
 
@@ -159,7 +159,7 @@ def properties(value: Any) -> str | None:
     if not isinstance(value, dict):
         raise InvalidArgumentError("properties must be a dict")
     try:
-        encoded = core.dumps(value)
+        encoded = canonical_json.dumps(value)
     except (TypeError, ValueError, RecursionError) as exc:
         raise InvalidArgumentError(f"properties are not JSON-serializable: {exc}") from None
     if len(encoded) > MAX_PROPERTIES_BYTES:
@@ -187,17 +187,17 @@ def result_json(value: Any, what: str = "result") -> str:
     surrogate; else InvalidArgumentError. A value JSON cannot encode raises what
     ``json.dumps`` raises. (A Tasks runner fails that one task with either, instead of
     failing the completion that would carry it.)"""
-    encoded = core.dumps(value)  # what JSON cannot encode raises as json.dumps does
+    encoded = canonical_json.dumps(value)  # what JSON cannot encode raises as json.dumps does
     problem = text_problem(encoded, value, MAX_RESULT_DEPTH, nul=True)
     if problem is not None:
         raise InvalidArgumentError(f"{what} {problem}")
     return encoded
 
 
-def text(value: object, what: str, max_len: int = core.MAX_KEY_LEN) -> str | None:
+def text(value: object, what: str, max_len: int = arguments.MAX_KEY_LEN) -> str | None:
     """A text field: None, or a non-empty string of at most ``max_len`` characters that
     encodes to UTF-8 and holds no NUL."""
-    checked = core.check_str(value, what, max_len)
+    checked = arguments.check_str(value, what, max_len)
     if checked is not None and (not unicode_ok(checked) or "\x00" in checked):
         raise InvalidArgumentError(f"{what} must be valid Unicode text without NUL characters")
     return checked

@@ -13,15 +13,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable
 
 from django.db.backends.utils import CursorWrapper
 
 from ..conf import mqlite_settings
-from . import core
-from .core import QueueRow
+from . import batches
 from .received import Received
+from .rows import MESSAGE_COLUMNS, MessageRow, QueueRow
 
 #: The scope of an attempt id given from Python without ``attempt_scope``.
 PYTHON_SCOPE = "python"
@@ -51,7 +50,7 @@ def replay(
     q: QueueRow,
     attempt_key: str,
     now: int,
-    to_received: Callable[[Sequence[Any]], Received],
+    to_received: Callable[[MessageRow], Received],
 ) -> list[Received] | None:
     """The batch an earlier call with this attempt claimed, if it is still recorded
     (only the messages still locked under the recorded tokens)."""
@@ -68,14 +67,14 @@ def replay(
         return []
     by_seq = {seq: token for seq, token in items}
     cursor.execute(
-        f"SELECT {core.MESSAGE_COLUMNS} FROM mqlite_message WHERE queue_id = %s "
+        f"SELECT {MESSAGE_COLUMNS} FROM mqlite_message WHERE queue_id = %s "
         "AND state = 'locked' "  # a returned row keeps its token (``reclaim_sql``)
-        f"AND seq IN ({core.placeholders(len(by_seq))})",
+        f"AND seq IN ({batches.placeholders(len(by_seq))})",
         [q.id, *by_seq],
     )
     out = []
     for r in cursor.fetchall():
-        m = to_received(r)
+        m = to_received(MessageRow(*r))
         if m.lock_token is not None and m.lock_token == by_seq.get(m.seq):
             out.append(m)
     out.sort(key=lambda m: (-m.priority, m.seq))

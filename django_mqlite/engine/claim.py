@@ -7,7 +7,9 @@ PostgreSQL it adds ``FOR UPDATE SKIP LOCKED`` so concurrent claimers take differ
 Ordered lines need no probe here: a message behind a live predecessor is ``blocked``
 and simply is not in the index. A paused queue is not claimed from at all, and a queue
 with a rate or in-flight limit gets a budget subquery in place of the LIMIT parameter
-(``limits``); a queue with neither runs exactly the statement above.
+(``limits``); a queue with neither runs exactly the statement above. The statements
+are written out below, per vendor, each with its invariant: ``PICK``, ``CLAIM`` and
+``CLAIM_AND_DELETE``; the rows they return are ``ClaimedRow``s.
 
 A claim with a byte budget (``max_bytes``) claims only the leading candidates whose
 stored sizes (body and properties, read from the row without loading the body) fit,
@@ -32,19 +34,29 @@ import datetime as dt
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from django.db import transaction
 from django.db.backends.utils import CursorWrapper
 
 from ..conf import mqlite_settings
 from ..exceptions import InvalidArgumentError
-from . import attempts, core, limits, maintenance, wakeup
+from . import (
+    arguments,
+    attempts,
+    batches,
+    databases,
+    heartbeat,
+    limits,
+    lines,
+    maintenance,
+    totals,
+    wakeup,
+)
 from .clock import from_ms, now_ms
-from .core import QueueRow
 from .dialects import Dialect
 from .group_batch import group_pick
 from .received import Received
+from .rows import MESSAGE_COLUMNS, MessageRow, QueueRow, columns, load_queue, message_fields
 from .types import Mode, Ordering
 
 # A long-poll's fallback: between wake-ups (a send in this process, or NOTIFY) it polls
@@ -71,6 +83,74 @@ def fitting(dialect: Dialect, pick: str, order: str) -> str:
     )
 
 
+@dataclass(slots=True)
+class ClaimedRow(MessageRow):
+    """A row the claim returns: the message's columns and the line it held."""
+
+    order_key: str | None
+
+
+# -- name: pick --------------------------------------------------------------------------
+# Invariant: only this queue's rows that are active, unblocked (the head of their line,
+# or in no line) and unexpired, best first (priority desc, then seq), at most {limit}.
+# It seeks mqlite_msg_claim, the partial index of exactly those rows, so its cost does
+# not grow with the backlog (tests/engine/test_plans.py pins the plan). Parameters:
+# queue_id, now, then {limit}'s: one (max_messages) where {limit} is %s, or a limited
+# queue's budget subquery (``limits.budget``). A byte budget narrows it (``fitting``).
+PICK = {
+    # Claimers run side by side: SKIP LOCKED has each pick rows no other claimer holds,
+    # so none waits and no row is taken twice.
+    "postgresql": (
+        "SELECT seq FROM mqlite_message"
+        " WHERE queue_id = %s AND state = 'active' AND blocked = 0"
+        " AND (expires_at IS NULL OR expires_at > %s)"
+        " ORDER BY priority DESC, seq LIMIT {limit} FOR UPDATE SKIP LOCKED"
+    ),
+    # One writer at a time (BEGIN IMMEDIATE), so no row locks; INDEXED BY pins the
+    # partial index whatever ANALYZE's statistics say.
+    "sqlite": (
+        "SELECT seq FROM mqlite_message INDEXED BY mqlite_msg_claim"
+        " WHERE queue_id = %s AND state = 'active' AND blocked = 0"
+        " AND (expires_at IS NULL OR expires_at > %s)"
+        " ORDER BY priority DESC, seq LIMIT {limit}"
+    ),
+}
+
+# -- name: claim -------------------------------------------------------------------------
+# Invariant: one statement picks and takes, so each row goes to one claimer or none:
+# every row of {pick} becomes locked under a fresh token with its lease, claimed now,
+# its delivery counted. Parameters: locked_until, locked_by, now (visible_at: when it
+# was claimed), then {pick}'s. Returns ``ClaimedRow``s.
+CLAIM = {
+    "postgresql": (
+        "UPDATE mqlite_message SET state = 'locked', "
+        "lock_token = replace(gen_random_uuid()::text, '-', ''), "
+        "locked_until = %s, locked_by = %s, visible_at = %s, "
+        "delivery_count = delivery_count + 1 WHERE seq IN ({pick}) RETURNING {columns}"
+    ),
+    "sqlite": (
+        "UPDATE mqlite_message SET state = 'locked', "
+        "lock_token = lower(hex(randomblob(16))), "
+        "locked_until = %s, locked_by = %s, visible_at = %s, "
+        "delivery_count = delivery_count + 1 WHERE seq IN ({pick}) RETURNING {columns}"
+    ),
+}
+
+# -- name: claim_and_delete ------------------------------------------------------------------
+# Invariant: receive-and-delete: the rows of {pick} are removed in the statement that
+# picked them, returned with the delivery they count for, never locked. Parameters:
+# {pick}'s. Returns ``ClaimedRow``s. The same on every vendor.
+CLAIM_AND_DELETE = "DELETE FROM mqlite_message WHERE seq IN ({pick}) RETURNING {columns}"
+
+_CLAIMED_COLUMNS = columns(ClaimedRow)
+#: A deleted row counts the delivery it is handed out for (nothing writes it back), and
+#: is handed out with no lease (an active row may still hold a lapsed lease's token).
+_DELETED_COLUMNS = (
+    _CLAIMED_COLUMNS.replace("delivery_count", "delivery_count + 1")
+    .replace("lock_token", "NULL AS lock_token")
+    .replace("locked_until", "NULL AS locked_until")
+)
+
 _claim_sql: dict[tuple[str, bool, str, bool, bool], str] = {}
 
 
@@ -81,43 +161,24 @@ def _claim_statement(
     budgeted: bool = False,
     groups: bool = False,
 ) -> str:
-    """The claim. ``limit`` is the SQL of its LIMIT: a parameter, or for a queue with a
-    rate or in-flight limit the budget subquery of ``limits.budget``; ``budgeted`` adds
-    the byte budget (one more parameter, after the pick's); ``groups`` makes it a group
-    batch (``group_pick``)."""
+    """The vendor's ``CLAIM`` (or ``CLAIM_AND_DELETE``) over its ``PICK`` with the
+    pick's ``{limit}``: a parameter, or for a queue with a rate or in-flight limit the
+    budget subquery of ``limits.budget``; ``budgeted`` narrows the pick to the byte
+    budget (one more parameter, after the pick's); ``groups`` makes it a group batch
+    (``group_pick``: the pick's rows become the heads)."""
     key = (dialect.vendor, delete, limit, budgeted, groups)
     sql = _claim_sql.get(key)
     if sql is None:
-        columns = "seq, order_key, priority" if groups else "seq"
-        pick = (
-            f"SELECT {columns} FROM mqlite_message {dialect.index_hint('mqlite_msg_claim')}"
-            " WHERE queue_id = %s AND state = 'active' AND blocked = 0"
-            " AND (expires_at IS NULL OR expires_at > %s)"
-            f" ORDER BY priority DESC, seq LIMIT {limit} {dialect.lock_suffix()}"
-        )
+        pick = PICK[dialect.vendor].format(limit=limit)
         if groups:
-            pick = group_pick(dialect, pick)
+            heads = pick.replace("SELECT seq FROM", "SELECT seq, order_key, priority FROM", 1)
+            pick = group_pick(dialect, heads)
         if budgeted:
             pick = fitting(dialect, pick, "priority DESC, seq")
         if delete:
-            sql = (
-                f"DELETE FROM mqlite_message WHERE seq IN ({pick}) "
-                # No lease: an active row may still hold the token of a lapsed one.
-                "RETURNING "
-                + core.MESSAGE_COLUMNS.replace("delivery_count", "delivery_count + 1").replace(
-                    "lock_token, locked_until", "NULL, NULL"
-                )
-                + ", order_key"
-            )
+            sql = CLAIM_AND_DELETE.format(pick=pick, columns=_DELETED_COLUMNS)
         else:
-            sql = (
-                "UPDATE mqlite_message SET state = 'locked', "
-                f"lock_token = {dialect.new_token_sql()}, locked_until = %s, locked_by = %s, "
-                # A locked row's visible_at is when it was claimed (a task's start time).
-                "visible_at = %s, "
-                f"delivery_count = delivery_count + 1 WHERE seq IN ({pick}) "
-                f"RETURNING {core.MESSAGE_COLUMNS}, order_key"
-            )
+            sql = CLAIM[dialect.vendor].format(pick=pick, columns=_CLAIMED_COLUMNS)
         _claim_sql[key] = sql
     return sql
 
@@ -144,14 +205,18 @@ def promote_due(cursor: CursorWrapper, dialect: Dialect, queue_id: int, now: int
     return cursor.rowcount
 
 
+def _best_first(row: MessageRow) -> tuple[int, int]:
+    """The order a claim hands its rows out in (RETURNING has none): priority desc, seq."""
+    return -row.priority, row.seq
+
+
 def to_received(
-    q: QueueRow, row: Sequence[Any], dialect: Dialect, alias: str, worker_id: int | None = None
+    q: QueueRow, row: MessageRow, dialect: Dialect, alias: str, worker_id: int | None = None
 ) -> Received:
-    token, locked_until = row[12], row[13]
     return Received(
-        **core.message_fields(q.name, row, dialect),
-        lock_token=token,
-        locked_until=None if locked_until is None else from_ms(locked_until),
+        **message_fields(q.name, row, dialect),
+        lock_token=row.lock_token,
+        locked_until=None if row.locked_until is None else from_ms(row.locked_until),
         using=alias,
         worker_id=worker_id,
     )
@@ -190,19 +255,19 @@ def check_receive(
     """Every argument of a receive checked (``InvalidArgumentError`` otherwise), before
     anything is claimed. ``receive`` and ``areceive`` call it first; nothing about a
     receive is validated after its claim."""
-    core.check_queue_name(queue)
-    core.check_int(max_messages, "max_messages", 1, core.MAX_RECEIVE)
-    wait_ms = min(core.duration_ms(wait, "wait"), int(core.MAX_WAIT_S * 1000))
-    lock_ms = core.optional_lock_ms(lock_duration)
+    arguments.check_queue_name(queue)
+    arguments.check_int(max_messages, "max_messages", 1, arguments.MAX_RECEIVE)
+    wait_ms = min(arguments.duration_ms(wait, "wait"), int(arguments.MAX_WAIT_S * 1000))
+    lock_ms = arguments.optional_lock_ms(lock_duration)
     try:
         mode_ = Mode(mode)
     except ValueError:
         raise InvalidArgumentError("mode must be 'peek_lock' or 'receive_and_delete'") from None
-    attempt = core.check_str(attempt_id, "attempt_id")
-    scope = core.check_str(attempt_scope, "attempt_scope", attempts.MAX_SCOPE_LEN)
+    attempt = arguments.check_str(attempt_id, "attempt_id")
+    scope = arguments.check_str(attempt_scope, "attempt_scope", attempts.MAX_SCOPE_LEN)
     if max_bytes is not None:
-        core.check_int(max_bytes, "max_bytes", 1, 2**62)
-    core.check_worker_id(worker_id)
+        arguments.check_int(max_bytes, "max_bytes", 1, 2**62)
+    arguments.check_worker_id(worker_id)
     return ReceiveArgs(
         queue=queue,
         max_messages=max_messages,
@@ -212,7 +277,7 @@ def check_receive(
         attempt_key=None if attempt is None else attempts.key(scope, attempt),
         worker_id=worker_id,
         max_bytes=max_bytes,
-        alias=core.alias_of(using, queue),
+        alias=databases.alias_of(using, queue),
         group_batch=bool(group_batch),
     )
 
@@ -272,9 +337,9 @@ def claim(args: ReceiveArgs) -> list[Received]:
     expired leases return first, in their own statement (``expire_queue_locks``)."""
     alias = args.alias
     maintenance.expire_queue_locks(alias, args.queue)
-    cursor, dialect = core.ctx(alias)
+    cursor, dialect = databases.ctx(alias)
     with transaction.atomic(using=alias):
-        q = core.load_queue(cursor, args.queue)
+        q = load_queue(cursor, args.queue)
         now = now_ms()
         if args.attempt_key is not None:
             replay = attempts.replay(
@@ -307,17 +372,17 @@ def claim(args: ReceiveArgs) -> list[Received]:
         else:
             lease = args.lock_ms if args.lock_ms is not None else q.lock_duration_ms
             cursor.execute(sql, [now + lease, args.worker_id, now, q.id, now, *budget])
-        rows = sorted(cursor.fetchall(), key=lambda r: (-r[9], r[0]))
+        rows = sorted((ClaimedRow(*r) for r in cursor.fetchall()), key=_best_first)
         if not rows:
             return []
         limits.spend(cursor, dialect, q, now, len(rows))
         if args.worker_id is not None and not delete:
-            core.touch_worker(cursor, args.worker_id, now)
+            heartbeat.touch_worker(cursor, args.worker_id, now)
         if delete:
-            core.release_lines(cursor, dialect, q.id, [r[14] for r in rows])
-            core.bump_totals(cursor, dialect, q.id, delivered=len(rows), completed=len(rows))
+            lines.release_lines(cursor, dialect, q.id, [r.order_key for r in rows])
+            totals.bump_totals(cursor, dialect, q.id, delivered=len(rows), completed=len(rows))
         else:
-            core.bump_totals(cursor, dialect, q.id, delivered=len(rows))
+            totals.bump_totals(cursor, dialect, q.id, delivered=len(rows))
         got = [to_received(q, r, dialect, alias, args.worker_id) for r in rows]
         if args.attempt_key is not None:
             attempts.record(cursor, q, args.attempt_key, got, now)
@@ -334,19 +399,19 @@ def receive_deferred(
 ) -> list[Received]:
     """Claim deferred messages by seq. Seqs that are not deferred are skipped;
     ``max_bytes`` claims only the leading (lowest-seq) ones that fit, as ``receive``."""
-    if not isinstance(seqs, list | tuple) or len(seqs) > core.MAX_RECEIVE:
-        raise InvalidArgumentError(f"seqs must be a list of at most {core.MAX_RECEIVE} seqs")
-    wanted = sorted({core.check_seq(s) for s in seqs})
-    lock_ms = core.optional_lock_ms(lock_duration)
+    if not isinstance(seqs, list | tuple) or len(seqs) > arguments.MAX_RECEIVE:
+        raise InvalidArgumentError(f"seqs must be a list of at most {arguments.MAX_RECEIVE} seqs")
+    wanted = sorted({arguments.check_seq(s) for s in seqs})
+    lock_ms = arguments.optional_lock_ms(lock_duration)
     if max_bytes is not None:
-        core.check_int(max_bytes, "max_bytes", 1, 2**62)
-    core.check_queue_name(queue)
+        arguments.check_int(max_bytes, "max_bytes", 1, 2**62)
+    arguments.check_queue_name(queue)
     if not wanted:
         return []
-    alias = core.alias_of(using, queue)
-    cursor, dialect = core.ctx(alias)
+    alias = databases.alias_of(using, queue)
+    cursor, dialect = databases.ctx(alias)
     with transaction.atomic(using=alias):
-        q = core.load_queue(cursor, queue)
+        q = load_queue(cursor, queue)
         if q.paused:
             return []
         now = now_ms()
@@ -357,7 +422,7 @@ def receive_deferred(
             limit, budget = limits.budget(cursor, dialect, q, now, len(wanted))
         pick = (
             "SELECT seq FROM mqlite_message WHERE queue_id = %s AND state = 'deferred' "
-            f" AND seq IN ({core.placeholders(len(wanted))}) "
+            f" AND seq IN ({batches.placeholders(len(wanted))}) "
             " AND (expires_at IS NULL OR expires_at > %s) "
             f" ORDER BY seq LIMIT {limit} {dialect.lock_suffix()}"
         )
@@ -368,10 +433,10 @@ def receive_deferred(
             "UPDATE mqlite_message SET state = 'locked', "
             f"lock_token = {dialect.new_token_sql()}, locked_until = %s, visible_at = %s, "
             f"delivery_count = delivery_count + 1 WHERE seq IN ({pick}) "
-            f"RETURNING {core.MESSAGE_COLUMNS}",
+            f"RETURNING {MESSAGE_COLUMNS}",
             [until, now, q.id, *wanted, now, *budget],
         )
-        rows = sorted(cursor.fetchall(), key=lambda r: r[0])
+        rows = sorted((MessageRow(*r) for r in cursor.fetchall()), key=lambda r: r.seq)
         limits.spend(cursor, dialect, q, now, len(rows))
-        core.bump_totals(cursor, dialect, q.id, delivered=len(rows))
+        totals.bump_totals(cursor, dialect, q.id, delivered=len(rows))
         return [to_received(q, r, dialect, alias) for r in rows]

@@ -12,7 +12,8 @@ from __future__ import annotations
 from django.db import transaction
 
 from ..exceptions import QueueNotFoundError
-from . import core, wakeup
+from . import arguments, databases, wakeup
+from .rows import load_queue
 from .types import Queue
 
 
@@ -27,9 +28,9 @@ def resume_queue(name: str, *, using: str | None = None) -> Queue:
 
 
 def _set_paused(name: str, paused: bool, using: str | None) -> Queue:
-    core.check_queue_name(name)
-    alias = core.alias_of(using, name)
-    cursor, dialect = core.ctx(alias)
+    arguments.check_queue_name(name)
+    alias = databases.alias_of(using, name)
+    cursor, dialect = databases.ctx(alias)
     with transaction.atomic(using=alias):
         cursor.execute("UPDATE mqlite_queue SET paused = %s WHERE name = %s", [paused, name])
         if cursor.rowcount == 0:
@@ -39,4 +40,4 @@ def _set_paused(name: str, paused: bool, using: str | None) -> Queue:
             if notify is not None:
                 cursor.execute(notify, [name])
             transaction.on_commit(lambda: wakeup.notify(name), using=alias)
-        return core.load_queue(cursor, name).public()
+        return load_queue(cursor, name).public()

@@ -22,13 +22,14 @@ function that decides what a burial entails:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from django.db.backends.utils import CursorWrapper
 
-from . import core
+from . import batches, lines, totals
 from .clock import now_ms
-from .core import QueueRow
 from .dialects import Dialect
+from .rows import QUEUE_COLUMNS, QueueRow
 from .types import Ordering
 
 #: What made a message a dead letter, as the lifetime counter that counts it.
@@ -36,8 +37,13 @@ CAUSES = ("exhausted", "rejected", "expired")
 #: The reason of a message buried on its last allowed delivery (abandon or lease expiry).
 EXHAUSTED_REASON = "MaxDeliveryCountExceeded"
 
-#: (queue id, seq, order_key) of a row a statement has just dead-lettered.
-Buried = tuple[int, int, str | None]
+
+class Buried(NamedTuple):
+    """A row a statement has just dead-lettered: its queue, seq and line."""
+
+    queue_id: int
+    seq: int
+    order_key: str | None
 
 
 def buried(
@@ -54,12 +60,12 @@ def buried(
     assert cause in CAUSES
     if not rows:
         return {}
-    core.release_by_queue(cursor, dialect, [(q, key) for q, _, key in rows])
+    lines.release_by_queue(cursor, dialect, [(r.queue_id, r.order_key) for r in rows])
     per_queue: dict[int, list[int]] = {}
-    for queue_id, seq, _ in rows:
-        per_queue.setdefault(queue_id, []).append(seq)
+    for r in rows:
+        per_queue.setdefault(r.queue_id, []).append(r.seq)
     for queue_id, seqs in per_queue.items():
-        core.bump_totals(cursor, dialect, queue_id, dead_lettered=len(seqs), **{cause: len(seqs)})
+        totals.bump_totals(cursor, dialect, queue_id, dead_lettered=len(seqs), **{cause: len(seqs)})
     sources = _forwarding_sources(cursor, sorted(per_queue), source)
     out: dict[int, str] = {}
     for q in sources:
@@ -78,8 +84,8 @@ def _forwarding_sources(
         assert queue_ids == [source.id]
         return [source] if source.forward_dead_letters_to is not None else []
     cursor.execute(
-        f"SELECT {core.QUEUE_COLUMNS} FROM mqlite_queue WHERE forward_dead_letters_to "
-        f"IS NOT NULL AND id IN ({core.placeholders(len(queue_ids))})",
+        f"SELECT {QUEUE_COLUMNS} FROM mqlite_queue WHERE forward_dead_letters_to "
+        f"IS NOT NULL AND id IN ({batches.placeholders(len(queue_ids))})",
         queue_ids,
     )
     return [QueueRow(*row) for row in cursor.fetchall()]
@@ -87,7 +93,7 @@ def _forwarding_sources(
 
 def _target(cursor: CursorWrapper, source: QueueRow) -> QueueRow | None:
     cursor.execute(
-        f"SELECT {core.QUEUE_COLUMNS} FROM mqlite_queue WHERE name = %s",
+        f"SELECT {QUEUE_COLUMNS} FROM mqlite_queue WHERE name = %s",
         [source.forward_dead_letters_to],
     )
     row = cursor.fetchone()
@@ -124,7 +130,7 @@ def move_rows(
         + f"order_key = {'%s' if strict else 'group_id'}, "
         f"blocked = {'1' if strict else 'CASE WHEN group_id IS NULL THEN 0 ELSE 1 END'} "
         "WHERE queue_id = %s AND state = 'dead_lettered' "
-        f"AND seq IN ({core.placeholders(len(seqs))}) "
+        f"AND seq IN ({batches.placeholders(len(seqs))}) "
         "RETURNING seq, order_key",
         [
             *(target.id, now, expires),
@@ -135,9 +141,9 @@ def move_rows(
     )
     rows = cursor.fetchall()
     # Moved rows rejoin their lines blocked; the line's head is then re-established.
-    core.release_lines(cursor, dialect, target.id, [key for _, key in rows])
+    lines.release_lines(cursor, dialect, target.id, [key for _, key in rows])
     if rows:
-        core.bump_totals(cursor, dialect, source.id, redriven=len(rows))
+        totals.bump_totals(cursor, dialect, source.id, redriven=len(rows))
         if target.id != source.id:
-            core.bump_totals(cursor, dialect, target.id, enqueued=len(rows))
+            totals.bump_totals(cursor, dialect, target.id, enqueued=len(rows))
     return [seq for seq, _ in rows]

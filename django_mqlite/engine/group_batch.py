@@ -5,8 +5,8 @@ its own statement, as it wraps the plain one."""
 
 from __future__ import annotations
 
-from . import core
 from .dialects import Dialect
+from .lines import LIVE_SQL
 
 #: Above every seq: the end of a line that has no end within reach.
 _NO_END = 2**63 - 1
@@ -25,7 +25,7 @@ def group_pick(dialect: Dialect, heads: str) -> str:
     def behind(a: str, head: str) -> str:
         return (
             f"{a}.queue_id = %s AND {a}.order_key = {head}.order_key AND {a}.blocked = 1"
-            f" AND {a}.seq > {head}.seq AND {a}.state IN {core.LIVE_SQL}"
+            f" AND {a}.seq > {head}.seq AND {a}.state IN {LIVE_SQL}"
         )
 
     window = (

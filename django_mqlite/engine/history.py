@@ -31,9 +31,10 @@ from django.db import IntegrityError, transaction
 from django.db.backends.utils import CursorWrapper
 
 from ..conf import mqlite_settings
-from . import core, send_one
+from . import arguments, batches, databases, send_one
 from .clock import from_ms, now_ms
 from .dialects import Dialect
+from .rows import QUEUE_COLUMNS, QueueRow, load_queue
 from .types import TOTAL_NAMES, State
 
 MINUTE_MS = 60_000
@@ -75,7 +76,7 @@ def sample(alias: str) -> int:
     yet; returns how many rows this call wrote. Off when ``HISTORY_RETENTION`` is 0."""
     if retention_ms() <= 0:
         return 0
-    cursor, _ = core.ctx(alias)
+    cursor, _ = databases.ctx(alias)
     minute = minute_of(now_ms()) - MINUTE_MS
     # Queues created after the minute ended have nothing to close in it.
     cursor.execute(
@@ -86,7 +87,7 @@ def sample(alias: str) -> int:
     )
     missing = [r[0] for r in cursor.fetchall()]
     written = 0
-    for part in core.chunks(missing, _INSERT_ROWS):
+    for part in batches.chunks(missing, _INSERT_ROWS):
         # Read outside any transaction: on SQLite a read holds no write lock, so counting
         # a deep queue never blocks producers and consumers.
         sampled_at = now_ms()
@@ -96,7 +97,7 @@ def sample(alias: str) -> int:
         for queue_id in part:
             params += [queue_id, minute, sampled_at, *totals[queue_id]]
             params += [depth[queue_id][s] for s in STATE_NAMES]
-        row = f"({core.placeholders(len(_COLUMNS))})"
+        row = f"({batches.placeholders(len(_COLUMNS))})"
         try:
             with transaction.atomic(using=alias):
                 cursor.execute(
@@ -116,7 +117,7 @@ def sample(alias: str) -> int:
 def trim_due(alias: str) -> bool:
     """Whether any sample is past the retention: a read, so a reaper pass with nothing to
     trim takes no write lock for it."""
-    cursor, _ = core.ctx(alias)
+    cursor, _ = databases.ctx(alias)
     cursor.execute(
         "SELECT 1 FROM mqlite_history WHERE minute < %s LIMIT 1", [now_ms() - retention_ms()]
     )
@@ -139,10 +140,10 @@ def live_totals(cursor: CursorWrapper, queue_ids: Sequence[int]) -> dict[int, tu
     out = {q: (0,) * len(TOTAL_NAMES) for q in queue_ids}
     send_one.flush_deferred_counts(cursor.db.alias)  # this transaction's own sends
     sums = ", ".join(f"SUM({n})" for n in TOTAL_NAMES)
-    for part in core.chunks(list(queue_ids), _IN_CHUNK):
+    for part in batches.chunks(list(queue_ids), _IN_CHUNK):
         cursor.execute(
             f"SELECT queue_id, {sums} FROM mqlite_totals "
-            f"WHERE queue_id IN ({core.placeholders(len(part))}) GROUP BY queue_id",
+            f"WHERE queue_id IN ({batches.placeholders(len(part))}) GROUP BY queue_id",
             list(part),
         )
         for queue_id, *values in cursor.fetchall():
@@ -153,10 +154,10 @@ def live_totals(cursor: CursorWrapper, queue_ids: Sequence[int]) -> dict[int, tu
 def live_depth(cursor: CursorWrapper, queue_ids: Sequence[int]) -> dict[int, dict[str, int]]:
     """Each queue's messages per state now (exact counts, zeros included)."""
     out = {q: dict.fromkeys(STATE_NAMES, 0) for q in queue_ids}
-    for part in core.chunks(list(queue_ids), _IN_CHUNK):
+    for part in batches.chunks(list(queue_ids), _IN_CHUNK):
         cursor.execute(
             "SELECT queue_id, state, count(*) FROM mqlite_message "
-            f"WHERE queue_id IN ({core.placeholders(len(part))}) GROUP BY queue_id, state",
+            f"WHERE queue_id IN ({batches.placeholders(len(part))}) GROUP BY queue_id, state",
             list(part),
         )
         for queue_id, state, n in cursor.fetchall():
@@ -173,7 +174,7 @@ def history(queue: str, *, minutes: int = 60, using: str | None = None) -> list[
     lifetime total (``mq.stats(queue).totals``) grew in that minute, and ``depth``: the
     messages per state at the end of the minute (now, for the last bucket), or ``None``
     for a minute no reaper sampled. See the module docstring for how minutes are drawn."""
-    return history_of([queue], minutes=minutes, using=core.alias_of(using, queue))[queue]
+    return history_of([queue], minutes=minutes, using=databases.alias_of(using, queue))[queue]
 
 
 def history_of(
@@ -185,13 +186,13 @@ def history_of(
 ) -> dict[str, list[Bucket]]:
     """``history()`` of several queues (all when ``queues`` is None), by name. With
     ``depth=False`` the minute in progress has no depth, and no message is counted."""
-    core.check_int(minutes, "minutes", 1, max_minutes())
-    cursor, _ = core.ctx(core.alias_of(using))
+    arguments.check_int(minutes, "minutes", 1, max_minutes())
+    cursor, _ = databases.ctx(databases.alias_of(using))
     if queues is None:
-        cursor.execute(f"SELECT {core.QUEUE_COLUMNS} FROM mqlite_queue ORDER BY name")
-        rows = [core.QueueRow(*r) for r in cursor.fetchall()]
+        cursor.execute(f"SELECT {QUEUE_COLUMNS} FROM mqlite_queue ORDER BY name")
+        rows = [QueueRow(*r) for r in cursor.fetchall()]
     else:
-        rows = [core.load_queue(cursor, name) for name in queues]
+        rows = [load_queue(cursor, name) for name in queues]
     now = now_ms()
     current = minute_of(now)
     first = current - (minutes - 1) * MINUTE_MS

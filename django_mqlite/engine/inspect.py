@@ -2,17 +2,29 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from ..exceptions import InvalidArgumentError
-from . import core, send_one
+from . import arguments, databases, send_one
 from .clock import now_ms
+from .rows import QUEUE_COLUMNS, MessageRow, QueueRow, columns, load_queue, message_fields
 from .types import TOTAL_NAMES, Peeked, QueueStats, State, ms_or_none
 
-_PEEK_COLUMNS = (
-    f"{core.MESSAGE_COLUMNS}, state, visible_at, expires_at, dead_letter_reason, "
-    "dead_letter_description, last_error"
-)
+
+@dataclass(slots=True)
+class PeekRow(MessageRow):
+    """A row ``peek`` reads: the message's columns and where it stands."""
+
+    state: str
+    visible_at: int | None
+    expires_at: int | None
+    dead_letter_reason: str | None
+    dead_letter_description: str | None
+    last_error: str | None
+
+
+_PEEK_COLUMNS = columns(PeekRow)
 
 
 def peek(
@@ -24,8 +36,8 @@ def peek(
     using: str | None = None,
 ) -> list[Peeked]:
     """Messages in seq order, without locking them or counting a delivery."""
-    core.check_int(limit, "limit", 1, core.MAX_PEEK)
-    core.check_int(after_seq, "after_seq", 0, 2**63 - 1)
+    arguments.check_int(limit, "limit", 1, arguments.MAX_PEEK)
+    arguments.check_int(after_seq, "after_seq", 0, 2**63 - 1)
     if state is not None:
         try:
             state = State(state).value
@@ -33,9 +45,9 @@ def peek(
             raise InvalidArgumentError(
                 f"state must be one of {', '.join(s.value for s in State)}"
             ) from None
-    alias = core.alias_of(using, queue)
-    cursor, dialect = core.ctx(alias)
-    q = core.load_queue(cursor, queue)
+    alias = databases.alias_of(using, queue)
+    cursor, dialect = databases.ctx(alias)
+    q = load_queue(cursor, queue)
     where = "queue_id = %s AND seq > %s"
     params: list[Any] = [q.id, after_seq]
     if state is not None:
@@ -46,18 +58,18 @@ def peek(
         [*params, limit],
     )
     out = []
-    for r in cursor.fetchall():
-        locked_until, st, visible_at, expires_at, reason, description, last_error = r[13:20]
+    for row in cursor.fetchall():
+        r = PeekRow(*row)
         out.append(
             Peeked(
-                **core.message_fields(q.name, r, dialect),
-                state=State(st),
-                visible_at=ms_or_none(visible_at),
-                expires_at=ms_or_none(expires_at),
-                locked_until=ms_or_none(locked_until),
-                dead_letter_reason=reason,
-                dead_letter_description=description,
-                last_error=last_error,
+                **message_fields(q.name, r, dialect),
+                state=State(r.state),
+                visible_at=ms_or_none(r.visible_at),
+                expires_at=ms_or_none(r.expires_at),
+                locked_until=ms_or_none(r.locked_until),
+                dead_letter_reason=r.dead_letter_reason,
+                dead_letter_description=r.dead_letter_description,
+                last_error=r.last_error,
             )
         )
     return out
@@ -65,21 +77,21 @@ def peek(
 
 def stats(queue: str | None = None, *, using: str | None = None) -> Any:
     """``QueueStats`` of one queue, or a dict of them by name when ``queue`` is None
-    (without ``using``: the queues of every queue database, see ``core.listed_on``)."""
+    (without ``using``: the queues of every queue database, see ``databases.listed_on``)."""
     if queue is not None:
-        cursor, _ = core.ctx(core.alias_of(using, queue))
-        return _stats_one(cursor, core.load_queue(cursor, queue))
+        cursor, _ = databases.ctx(databases.alias_of(using, queue))
+        return _stats_one(cursor, load_queue(cursor, queue))
     found: dict[str, QueueStats] = {}
-    for alias, shown in core.listed_on(using):
-        cursor, _ = core.ctx(alias)
-        cursor.execute(f"SELECT {core.QUEUE_COLUMNS} FROM mqlite_queue ORDER BY name")
-        for q in [core.QueueRow(*r) for r in cursor.fetchall()]:
+    for alias, shown in databases.listed_on(using):
+        cursor, _ = databases.ctx(alias)
+        cursor.execute(f"SELECT {QUEUE_COLUMNS} FROM mqlite_queue ORDER BY name")
+        for q in [QueueRow(*r) for r in cursor.fetchall()]:
             if shown(q.name):
                 found[q.name] = _stats_one(cursor, q)
     return dict(sorted(found.items()))
 
 
-def _stats_one(cursor: Any, q: core.QueueRow) -> QueueStats:
+def _stats_one(cursor: Any, q: QueueRow) -> QueueStats:
     counts = {s.value: 0 for s in State}
     cursor.execute(
         "SELECT state, count(*) FROM mqlite_message WHERE queue_id = %s GROUP BY state", [q.id]

@@ -27,8 +27,8 @@ import math
 from django.db.backends.utils import CursorWrapper
 
 from ..exceptions import InvalidArgumentError
-from .core import QueueRow
 from .dialects import Dialect
+from .rows import QueueRow
 
 MICRO = 1_000_000  # tokens per claim
 MIN_RATE, MAX_RATE = 0.001, 1_000_000.0  # claims per second

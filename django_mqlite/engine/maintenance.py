@@ -14,11 +14,12 @@ from django.db import transaction
 from django.db.backends.utils import CursorWrapper
 
 from ..conf import mqlite_settings
-from . import core, history
+from . import databases, history, lines, totals
 from .clock import now_ms
-from .dead_letters import EXHAUSTED_REASON, buried
+from .dead_letters import EXHAUSTED_REASON, Buried, buried
 from .dialects import Dialect
 from .redrive import delete_rows
+from .rows import QUEUE_COLUMNS, QueueRow
 
 TTL_EXPIRED = "TTLExpired"
 MAX_CHUNKS_PER_PASS = 100
@@ -35,7 +36,7 @@ def _repeat(alias: str, step: Callable[[CursorWrapper, Dialect, int], int]) -> i
         with transaction.atomic(using=alias):
             # The cursor is opened inside the transaction: a connection that broke is
             # then replaced by Django instead of failing every chunk that follows.
-            cursor, dialect = core.ctx(alias)
+            cursor, dialect = databases.ctx(alias)
             n = step(cursor, dialect, now_ms())
         total += n
         if n < _chunk():
@@ -78,8 +79,8 @@ def apply_reclaimed(cursor: CursorWrapper, dialect: Dialect, rows: list[Any]) ->
         per_queue.setdefault(queue_id, Counter())[state] += 1
     for queue_id, c in per_queue.items():
         total = c["active"] + c["dead_lettered"]
-        core.bump_totals(cursor, dialect, queue_id, reclaimed=total, retried=c["active"])
-    dead = [(q, seq, key) for q, state, key, seq in rows if state == "dead_lettered"]
+        totals.bump_totals(cursor, dialect, queue_id, reclaimed=total, retried=c["active"])
+    dead = [Buried(q, seq, key) for q, state, key, seq in rows if state == "dead_lettered"]
     buried(cursor, dialect, dead, "exhausted")
 
 
@@ -196,7 +197,7 @@ def promote_scheduled(alias: str) -> int:
 def _ttl_pick(dialect: Dialect) -> str:
     return (
         f"SELECT seq FROM mqlite_message {dialect.index_hint('mqlite_msg_ttl')} "
-        f"WHERE expires_at IS NOT NULL AND state IN {core.LIVE_SQL} AND expires_at <= %s "
+        f"WHERE expires_at IS NOT NULL AND state IN {lines.LIVE_SQL} AND expires_at <= %s "
         "AND queue_id IN (SELECT id FROM mqlite_queue WHERE dead_letter_on_expire = %s) "
         f"ORDER BY expires_at LIMIT %s {dialect.lock_suffix()}"
     )
@@ -215,7 +216,7 @@ def expire_ttl(alias: str) -> int:
             [TTL_EXPIRED, now, now, True, _chunk()],
         )
         rows = cursor.fetchall()
-        buried(cursor, dialect, [(q, seq, key) for q, key, seq in rows], "expired")
+        buried(cursor, dialect, [Buried(q, seq, key) for q, key, seq in rows], "expired")
         return len(rows)
 
     def drop(cursor: CursorWrapper, dialect: Dialect, now: int) -> int:
@@ -225,9 +226,9 @@ def expire_ttl(alias: str) -> int:
             [now, False, _chunk()],
         )
         rows = cursor.fetchall()
-        core.release_by_queue(cursor, dialect, rows)
+        lines.release_by_queue(cursor, dialect, rows)
         for queue_id, n in Counter(q for q, _ in rows).items():
-            core.bump_totals(cursor, dialect, queue_id, expired=n)
+            totals.bump_totals(cursor, dialect, queue_id, expired=n)
         return len(rows)
 
     return _repeat(alias, bury) + _repeat(alias, drop)
@@ -266,9 +267,9 @@ def _effective(own: int | None, default: Any, scale: int) -> int | None:
 
 def dlq_retention(alias: str) -> int:
     """Trim each queue's dead letters, oldest first, to its age/count/bytes bounds."""
-    cursor, _ = core.ctx(alias)
-    cursor.execute(f"SELECT {core.QUEUE_COLUMNS} FROM mqlite_queue")
-    queues = [core.QueueRow(*r) for r in cursor.fetchall()]
+    cursor, _ = databases.ctx(alias)
+    cursor.execute(f"SELECT {QUEUE_COLUMNS} FROM mqlite_queue")
+    queues = [QueueRow(*r) for r in cursor.fetchall()]
     removed = 0
     for q in queues:
         max_age = _effective(q.dlq_max_age_ms, mqlite_settings.DLQ_MAX_AGE, 1000)
@@ -351,7 +352,7 @@ def reap(*, using: str | None = None) -> dict[str, int]:
     """Run every maintenance pass once on ``using`` (default: on every queue database);
     returns counts by pass (summed over the databases)."""
     total: dict[str, int] = {}
-    for alias in [using] if using else core.queue_databases():
+    for alias in [using] if using else databases.queue_databases():
         for name, n in _reap(alias).items():
             total[name] = total.get(name, 0) + n
     return total

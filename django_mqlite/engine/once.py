@@ -10,7 +10,7 @@ from datetime import timedelta
 from django.db import IntegrityError, connections, transaction
 
 from ..exceptions import InvalidArgumentError
-from . import core
+from . import databases
 from .clock import now_ms
 
 
@@ -28,7 +28,7 @@ def once(key: str, *, using: str | None = None) -> Iterator[bool]:
         raise InvalidArgumentError(
             f"key must be a non-empty string of at most 255 characters, not {key!r}"
         )
-    alias = core.alias_of(using)
+    alias = databases.alias_of(using)
     if not connections[alias].in_atomic_block:
         raise InvalidArgumentError("mq.once() must run inside transaction.atomic()")
     cursor = connections[alias].cursor()
@@ -53,7 +53,7 @@ def prune_once(older_than: float | timedelta, *, using: str | None = None) -> in
     seconds = older_than.total_seconds() if isinstance(older_than, timedelta) else older_than
     if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds > 0:
         raise InvalidArgumentError(f"older_than must be a positive duration, not {older_than!r}")
-    alias = core.alias_of(using)
+    alias = databases.alias_of(using)
     with transaction.atomic(using=alias), connections[alias].cursor() as cursor:
         cursor.execute(
             "DELETE FROM mqlite_processed_key WHERE processed_at < %s",

@@ -9,8 +9,8 @@ import hashlib
 from dataclasses import dataclass
 
 from ..exceptions import GroupRequiredError
-from . import core
-from .core import QueueRow
+from . import lines
+from .rows import QueueRow
 from .types import Ordering
 
 
@@ -47,5 +47,5 @@ def for_queue(row: Row, queue: QueueRow) -> Row:
     if queue.dedup_window_ms > 0 and (row.message_id is not None or queue.content_dedup):
         row.body_hash = hashlib.sha256(row.body).hexdigest()
         row.dedup_key = row.message_id if row.message_id is not None else f"sha256:{row.body_hash}"
-    row.order_key = core.order_key_for(queue, row.group_id)
+    row.order_key = lines.order_key_for(queue, row.group_id)
     return row

@@ -39,6 +39,7 @@ from django.db import connections
 from django.db.backends.utils import CursorWrapper
 
 from ..conf import mqlite_settings
+from .dialects import dialect_for
 
 _FORMAT = re.compile(r"(?<!%)%s")
 
@@ -51,7 +52,7 @@ _names: dict[str, tuple[str, str, int]] = {}
 def enabled(alias: str) -> bool:
     """Whether statements on ``alias`` are prepared (PostgreSQL, direct connections)."""
     db = connections[alias]
-    if db.vendor != "postgresql":
+    if not dialect_for(alias).supports_prepare:
         return False
     setting = mqlite_settings.PREPARED_STATEMENTS
     if setting is not None:

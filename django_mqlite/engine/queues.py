@@ -11,8 +11,9 @@ from django.db import transaction
 
 from ..conf import mqlite_settings
 from ..exceptions import InvalidArgumentError, QueueExistsError, QueueNotEmptyError
-from . import core, limits
+from . import arguments, batches, databases, fanout, limits, lines
 from .clock import now_ms
+from .rows import QUEUE_COLUMNS, QueueRow, load_queue
 from .types import Ordering, Queue
 
 #: The options of ``create_queue``, in the order the docs and the admin show them.
@@ -54,7 +55,7 @@ def _signed_ms(value: object, what: str) -> int | None:
 def _signed_int(value: object, what: str) -> int | None:
     if value is None:
         return None
-    return core.check_int(value, what, -(2**62), 2**62)
+    return arguments.check_int(value, what, -(2**62), 2**62)
 
 
 _DEFAULTS: dict[str, Any] = {
@@ -88,7 +89,7 @@ def _forward_target(value: object) -> str | None:
     if value is None:
         return None
     try:
-        return core.check_queue_name(value)
+        return arguments.check_queue_name(value)
     except InvalidArgumentError:
         raise InvalidArgumentError(
             f"forward_dead_letters_to must be a queue name or None, not {value!r}"
@@ -101,28 +102,31 @@ def _check_forward(cursor: Any, name: str, cols: Mapping[str, Any]) -> None:
     if target is not None:
         if target == name:
             raise InvalidArgumentError("a queue cannot forward its dead letters to itself")
-        core.load_queue(cursor, target)
+        load_queue(cursor, target)
 
 
 # Each option: its column and the check that turns a value into the column's value.
 _COLUMN: dict[str, tuple[str, Any]] = {
     "ordering": ("ordering", _ordering),
-    "lock_duration": ("lock_duration_ms", lambda v: core.lock_ms(v, "lock_duration")),
+    "lock_duration": ("lock_duration_ms", lambda v: arguments.lock_ms(v, "lock_duration")),
     "max_delivery_count": (
         "max_delivery_count",
-        lambda v: core.check_int(v, "max_delivery_count", 1, 10_000),
+        lambda v: arguments.check_int(v, "max_delivery_count", 1, 10_000),
     ),
-    "default_ttl": ("default_ttl_ms", lambda v: core.optional_duration_ms(v, "default_ttl")),
+    "default_ttl": ("default_ttl_ms", lambda v: arguments.optional_duration_ms(v, "default_ttl")),
     "dead_letter_on_expire": (
         "dead_letter_on_expire",
         lambda v: _bool(v, "dead_letter_on_expire"),
     ),
-    "dedup_window": ("dedup_window_ms", lambda v: core.duration_ms(v, "dedup_window")),
+    "dedup_window": ("dedup_window_ms", lambda v: arguments.duration_ms(v, "dedup_window")),
     "content_dedup": ("content_dedup", lambda v: _bool(v, "content_dedup")),
     "dlq_max_age": ("dlq_max_age_ms", lambda v: _signed_ms(v, "dlq_max_age")),
     "dlq_max_count": ("dlq_max_count", lambda v: _signed_int(v, "dlq_max_count")),
     "dlq_max_bytes": ("dlq_max_bytes", lambda v: _signed_int(v, "dlq_max_bytes")),
-    "keep_results": ("keep_results_ms", lambda v: core.optional_duration_ms(v, "keep_results")),
+    "keep_results": (
+        "keep_results_ms",
+        lambda v: arguments.optional_duration_ms(v, "keep_results"),
+    ),
     "forward_dead_letters_to": ("forward_dead_letters_to", _forward_target),
     "rate_limit": ("rate_limit_milli", limits.rate_limit_milli),
     "max_in_flight": ("max_in_flight", limits.max_in_flight),
@@ -145,21 +149,21 @@ def create_queue(name: str, *, using: str | None = None, **options: Any) -> Queu
     """Create a queue; on an existing one, return it when every option given matches
     its setting, else raise ``QueueExistsError``. Options not given are never touched
     (``update_queue`` changes settings)."""
-    core.check_queue_name(name)
+    arguments.check_queue_name(name)
     given = _columns(options)
     cols = {**_columns(_DEFAULTS), **given}
-    alias = core.alias_of(using, name)
-    cursor, _ = core.ctx(alias)
+    alias = databases.alias_of(using, name)
+    cursor, _ = databases.ctx(alias)
     with transaction.atomic(using=alias):
         _check_forward(cursor, name, given)
         names = ", ".join(cols)
         cursor.execute(
             f"INSERT INTO mqlite_queue (name, {names}, created_at) "
-            f"VALUES (%s, {core.placeholders(len(cols))}, %s) ON CONFLICT (name) DO NOTHING",
+            f"VALUES (%s, {batches.placeholders(len(cols))}, %s) ON CONFLICT (name) DO NOTHING",
             [name, *cols.values(), now_ms()],
         )
         created = cursor.rowcount == 1
-        current = core.load_queue(cursor, name)
+        current = load_queue(cursor, name)
     if not created:
         differ = sorted(
             option
@@ -181,10 +185,10 @@ def update_queue(name: str, *, using: str | None = None, **options: Any) -> Queu
     were laid out under the old ordering.
     """
     cols = _columns(options)
-    alias = core.alias_of(using, name)
-    cursor, _ = core.ctx(alias)
+    alias = databases.alias_of(using, name)
+    cursor, _ = databases.ctx(alias)
     with transaction.atomic(using=alias):
-        current = core.load_queue(cursor, name)
+        current = load_queue(cursor, name)
         if not cols:
             return current.public()
         _check_forward(cursor, name, cols)
@@ -198,11 +202,13 @@ def update_queue(name: str, *, using: str | None = None, **options: Any) -> Queu
         cursor.execute(
             f"UPDATE mqlite_queue SET {sets} WHERE id = %s", [*cols.values(), current.id]
         )
-        return core.load_queue(cursor, name).public()
+        if {"ordering", "dedup_window_ms", "content_dedup"} & set(cols):
+            fanout.changed_queue(cursor, current.id)  # its topics' publishers re-plan
+        return load_queue(cursor, name).public()
 
 
 def _live_count(cursor: Any, queue_id: int, *, any_state: bool = False) -> int:
-    states = "" if any_state else f"AND state IN {core.LIVE_SQL}"
+    states = "" if any_state else f"AND state IN {lines.LIVE_SQL}"
     cursor.execute(
         f"SELECT count(*) FROM (SELECT 1 FROM mqlite_message WHERE queue_id = %s {states} "
         "LIMIT 1) t",
@@ -213,18 +219,18 @@ def _live_count(cursor: Any, queue_id: int, *, any_state: bool = False) -> int:
 
 def get_queue(name: str, *, using: str | None = None) -> Queue:
     """The queue named ``name``; raises ``QueueNotFoundError`` when there is none."""
-    cursor, _ = core.ctx(core.alias_of(using, name))
-    return core.load_queue(cursor, name).public()
+    cursor, _ = databases.ctx(databases.alias_of(using, name))
+    return load_queue(cursor, name).public()
 
 
 def list_queues(*, using: str | None = None) -> list[Queue]:
     """Queues by name (without ``using``: those of every queue database)."""
     found: dict[str, Queue] = {}
-    for alias, shown in core.listed_on(using):
-        cursor, _ = core.ctx(alias)
-        cursor.execute(f"SELECT {core.QUEUE_COLUMNS} FROM mqlite_queue ORDER BY name")
+    for alias, shown in databases.listed_on(using):
+        cursor, _ = databases.ctx(alias)
+        cursor.execute(f"SELECT {QUEUE_COLUMNS} FROM mqlite_queue ORDER BY name")
         for r in cursor.fetchall():
-            row = core.QueueRow(*r)
+            row = QueueRow(*r)
             if shown(row.name):
                 found[row.name] = row.public()
     return [found[n] for n in sorted(found)]
@@ -233,16 +239,23 @@ def list_queues(*, using: str | None = None) -> list[Queue]:
 def delete_queue(name: str, *, force: bool = False, using: str | None = None) -> None:
     """Delete a queue and everything in it. Refuses a queue that holds any message
     (live ones, dead letters, kept results) unless ``force=True``."""
-    alias = core.alias_of(using, name)
-    cursor, _ = core.ctx(alias)
+    alias = databases.alias_of(using, name)
+    cursor, _ = databases.ctx(alias)
     with transaction.atomic(using=alias):
-        q = core.load_queue(cursor, name)
+        q = load_queue(cursor, name)
         if not force and _live_count(cursor, q.id, any_state=True):
             raise QueueNotEmptyError(
                 f"queue {name!r} still holds messages (live, dead-lettered or kept "
                 "results); pass force=True to delete it"
             )
-        tables = ("mqlite_message", "mqlite_attempt", "mqlite_dedup", "mqlite_totals")
+        fanout.changed_queue(cursor, q.id)
+        tables = (
+            "mqlite_message",
+            "mqlite_attempt",
+            "mqlite_dedup",
+            "mqlite_totals",
+            "mqlite_topic_totals",
+        )
         # Its subscriptions go with it: a queue of the same name made later is not subscribed.
         for table in (*tables, "mqlite_subscription"):
             cursor.execute(f"DELETE FROM {table} WHERE queue_id = %s", [q.id])
@@ -256,7 +269,7 @@ def sync_declared(declared: Mapping[str, Mapping[str, Any]], *, using: str | Non
     values; returns how many."""
     if not isinstance(declared, Mapping):
         raise InvalidArgumentError('MQLITE["QUEUES"] must be a dict of {name: {options}}')
-    alias = core.alias_of(using)
+    alias = databases.alias_of(using)
     done = 0
     for name, options in declared.items():
         # Each declared queue is created on its own database only (by default the

@@ -23,7 +23,7 @@ from typing import Any
 from django.db.backends.utils import CursorWrapper
 
 from ..conf import mqlite_settings
-from . import core
+from . import batches, canonical_json
 
 #: (seq, lock_token, the verb's arguments as ``abandon_args``/``reject_args`` wrote them)
 Request = tuple[int, str, str]
@@ -38,7 +38,7 @@ def abandon_args(delay_ms: int) -> str:
 
 
 def reject_args(reason: str, description: str) -> str:
-    return core.dumps([reason, description])
+    return canonical_json.dumps([reason, description])
 
 
 def _key(queue_id: int, args: str) -> str:
@@ -72,7 +72,7 @@ def replayed(
     seqs = sorted({seq for seq, _, _ in wanted})
     cursor.execute(
         "SELECT seq, lock_token, args FROM mqlite_receipt WHERE verb = %s AND expires_at > %s "
-        f"AND seq IN ({core.placeholders(len(seqs))})",
+        f"AND seq IN ({batches.placeholders(len(seqs))})",
         [verb, now, *seqs],
     )
     return {row[0] for row in cursor.fetchall() if tuple(row) in wanted}
@@ -89,7 +89,7 @@ def settled(
     seqs = sorted({seq for seq, _ in wanted})
     cursor.execute(
         "SELECT seq, args FROM mqlite_receipt WHERE verb = %s AND expires_at > %s "
-        f"AND seq IN ({core.placeholders(len(seqs))})",
+        f"AND seq IN ({batches.placeholders(len(seqs))})",
         [verb, now, *seqs],
     )
     return {row[0] for row in cursor.fetchall() if tuple(row) in wanted}

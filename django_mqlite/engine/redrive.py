@@ -15,10 +15,11 @@ from django.db.backends.utils import CursorWrapper
 
 from ..conf import mqlite_settings
 from ..exceptions import InvalidArgumentError
-from . import core
+from . import arguments, batches, databases, lines, totals
 from .clock import now_ms
-from .dead_letters import buried, move_rows
+from .dead_letters import Buried, buried, move_rows
 from .dialects import Dialect
+from .rows import load_queue
 from .types import State
 
 
@@ -27,7 +28,7 @@ def _check_seqs(seqs: object) -> list[int] | None:
         return None
     if not isinstance(seqs, list | tuple | set):
         raise InvalidArgumentError("seqs must be a list of integers")
-    return sorted({core.check_seq(s) for s in seqs})
+    return sorted({arguments.check_seq(s) for s in seqs})
 
 
 def redrive(
@@ -42,13 +43,13 @@ def redrive(
     reset to 0, oldest first. Returns how many moved."""
     wanted = _check_seqs(seqs)
     if limit is not None:
-        core.check_int(limit, "limit", 1, 2**62)
-    alias = core.alias_of(using, queue)
-    cursor, dialect = core.ctx(alias)
-    source = core.load_queue(cursor, queue)
+        arguments.check_int(limit, "limit", 1, 2**62)
+    alias = databases.alias_of(using, queue)
+    cursor, dialect = databases.ctx(alias)
+    source = load_queue(cursor, queue)
     if to_queue is not None:
-        core.alias_of(alias, to_queue)  # both queues must live on one database
-    target = source if to_queue is None else core.load_queue(cursor, to_queue)
+        databases.alias_of(alias, to_queue)  # both queues must live on one database
+    target = source if to_queue is None else load_queue(cursor, to_queue)
     moved = 0
     last = 0
     chunk = int(mqlite_settings.REAP_CHUNK)
@@ -78,7 +79,7 @@ def _pick(
         batch = [s for s in wanted if s > after][:take]
         if not batch:
             return []
-        where += f" AND seq IN ({core.placeholders(len(batch))})"
+        where += f" AND seq IN ({batches.placeholders(len(batch))})"
         params += batch
     if older_than_ms is not None:
         stamp = "dead_lettered_at" if state == "dead_lettered" else "enqueued_at"
@@ -124,13 +125,15 @@ def _purge(
     seqs: Sequence[int] | None,
     using: str | None,
 ) -> int:
-    cutoff = None if older_than is None else now_ms() - core.duration_ms(older_than, "older_than")
+    cutoff = (
+        None if older_than is None else now_ms() - arguments.duration_ms(older_than, "older_than")
+    )
     wanted = _check_seqs(seqs)
     if limit is not None:
-        core.check_int(limit, "limit", 1, 2**62)
-    alias = core.alias_of(using, queue)
-    cursor, dialect = core.ctx(alias)
-    q = core.load_queue(cursor, queue)
+        arguments.check_int(limit, "limit", 1, 2**62)
+    alias = databases.alias_of(using, queue)
+    cursor, dialect = databases.ctx(alias)
+    q = load_queue(cursor, queue)
     removed = 0
     last = 0
     chunk = int(mqlite_settings.REAP_CHUNK)
@@ -151,13 +154,13 @@ def delete_rows(
     """Delete these rows if they are still in ``state``; count them under ``total``."""
     cursor.execute(
         f"DELETE FROM mqlite_message WHERE queue_id = %s AND state = %s "
-        f"AND seq IN ({core.placeholders(len(seqs))}) RETURNING order_key",
+        f"AND seq IN ({batches.placeholders(len(seqs))}) RETURNING order_key",
         [queue_id, state, *seqs],
     )
     rows = cursor.fetchall()
-    core.release_lines(cursor, dialect, queue_id, [r[0] for r in rows])
+    lines.release_lines(cursor, dialect, queue_id, [r[0] for r in rows])
     if rows and total:
-        core.bump_totals(cursor, dialect, queue_id, **{total: len(rows)})
+        totals.bump_totals(cursor, dialect, queue_id, **{total: len(rows)})
     return len(rows)
 
 
@@ -170,13 +173,13 @@ def bury(
     Counted as a rejection. False when the message is not waiting (running, settled,
     gone, or on another queue).
     """
-    core.check_seq(seq)
+    arguments.check_seq(seq)
     if not isinstance(reason, str) or not reason or len(reason) > 128:
         raise InvalidArgumentError("reason must be a non-empty string of at most 128")
-    alias = core.alias_of(using, queue)
+    alias = databases.alias_of(using, queue)
     with transaction.atomic(using=alias):
-        cursor, dialect = core.ctx(alias)
-        q = core.load_queue(cursor, queue)
+        cursor, dialect = databases.ctx(alias)
+        q = load_queue(cursor, queue)
         now = now_ms()
         cursor.execute(
             "UPDATE mqlite_message SET state = 'dead_lettered', dead_letter_reason = %s, "
@@ -188,5 +191,6 @@ def bury(
         row = cursor.fetchone()
         if row is None:
             return False
-        buried(cursor, dialect, [(q.id, seq, row[0])], "rejected", source=q)
+        (order_key,) = row
+        buried(cursor, dialect, [Buried(q.id, seq, order_key)], "rejected", source=q)
         return True

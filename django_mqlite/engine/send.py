@@ -16,12 +16,12 @@ from ..exceptions import (
     DedupConflictError,
     InvalidArgumentError,
 )
-from . import core, send_one
+from . import arguments, batches, databases, lines, send_one, totals
 from .admission import admit
 from .clock import now_ms
-from .core import QueueRow
 from .dialects import Dialect
 from .prepare import Row, for_queue
+from .rows import QueueRow, load_queue
 from .types import OutMessage
 
 INSERT_CHUNK = 200
@@ -40,7 +40,7 @@ _INSERT_COLUMNS = (
 def _blocked_sql(dialect: Dialect) -> str:
     return (
         f"CASE WHEN (SELECT seq FROM mqlite_message {dialect.index_hint('mqlite_msg_line')}"
-        f" WHERE queue_id = %s AND order_key = %s AND state IN {core.LIVE_SQL}"
+        f" WHERE queue_id = %s AND order_key = %s AND state IN {lines.LIVE_SQL}"
         " ORDER BY queue_id, order_key, blocked, seq LIMIT 1) IS NULL THEN 0 ELSE 1 END"
     )
 
@@ -60,8 +60,8 @@ def send_stamped(
     deduplicated resend, the original's), so a caller can report exactly what was
     stored without reading it back (the Tasks backend's results)."""
     msg = OutMessage(body, **options)
-    alias = core.alias_of(using, queue)
-    core.check_queue_name(queue)
+    alias = databases.alias_of(using, queue)
+    arguments.check_queue_name(queue)
     now = now_ms()
     row = admit(msg, now)
     if send_one.eligible(row):
@@ -76,7 +76,7 @@ def send_stamped(
 def _enqueued_at(alias: str, seq: int, default: int) -> int:
     """The stored enqueue time of ``seq`` (a resend may have collapsed into an older
     message), or ``default`` when the original is gone."""
-    cursor, _ = core.ctx(alias)
+    cursor, _ = databases.ctx(alias)
     cursor.execute("SELECT enqueued_at FROM mqlite_message WHERE seq = %s", [seq])
     found = cursor.fetchone()
     return default if found is None else int(found[0])
@@ -106,10 +106,10 @@ def _send(
     """The general send: dedup, ordered lines, batches. ``now`` is the enqueue time
     (default: the clock's); ``inserted`` receives the seqs of the rows it wrote (the
     others collapsed into earlier messages)."""
-    alias = core.alias_of(using, queue)
-    cursor, dialect = core.ctx(alias)
+    alias = databases.alias_of(using, queue)
+    cursor, dialect = databases.ctx(alias)
     with transaction.atomic(using=alias):
-        q = core.load_queue(cursor, queue)
+        q = load_queue(cursor, queue)
         now = now_ms() if now is None else now
         rows = [for_queue(admit(m, now), q) for m in messages]
         if not rows:
@@ -147,7 +147,7 @@ def _send(
             repeat.seq = original.seq
         if fresh:
             if not dialect.counts_enqueued:
-                core.bump_totals(cursor, dialect, q.id, enqueued=len(fresh))
+                totals.bump_totals(cursor, dialect, q.id, enqueued=len(fresh))
             notify = dialect.notify_sql()
             if not send_one.wake_pending(alias, q.name):
                 if notify is not None:
@@ -190,13 +190,13 @@ def _mark_lines(cursor: CursorWrapper, dialect: Dialect, q: QueueRow, rows: list
         if r.order_key is not None:
             r.first_in_line = r.order_key not in seen
             seen.add(r.order_key)
-    core.lock_lines(cursor, dialect, q.id, seen)
+    lines.lock_lines(cursor, dialect, q.id, seen)
 
 
 def _insert(
     cursor: CursorWrapper, dialect: Dialect, q: QueueRow, rows: list[Row], now: int
 ) -> None:
-    for chunk in core.chunks(rows, INSERT_CHUNK):
+    for chunk in batches.chunks(rows, INSERT_CHUNK):
         values: list[str] = []
         params: list[Any] = []
         for r in chunk:
@@ -240,11 +240,11 @@ def _insert(
 
 def cancel_scheduled(queue: str, seq: int, *, using: str | None = None) -> bool:
     """Remove a scheduled message that was never delivered. False if there was none."""
-    alias = core.alias_of(using, queue)
-    cursor, dialect = core.ctx(alias)
-    core.check_seq(seq)
+    alias = databases.alias_of(using, queue)
+    cursor, dialect = databases.ctx(alias)
+    arguments.check_seq(seq)
     with transaction.atomic(using=alias):
-        q = core.load_queue(cursor, queue)
+        q = load_queue(cursor, queue)
         cursor.execute(
             "DELETE FROM mqlite_message WHERE seq = %s AND queue_id = %s "
             "AND state = 'scheduled' AND delivery_count = 0 RETURNING order_key",
@@ -253,5 +253,5 @@ def cancel_scheduled(queue: str, seq: int, *, using: str | None = None) -> bool:
         row = cursor.fetchone()
         if row is None:
             return False
-        core.release_lines(cursor, dialect, q.id, [row[0]])
+        lines.release_lines(cursor, dialect, q.id, [row[0]])
         return True

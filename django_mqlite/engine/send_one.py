@@ -22,20 +22,24 @@ from typing import Any
 
 from django.db import connections, transaction
 
-from . import core, prepared, wakeup
+from . import databases, prepared, wakeup
 from .dialects import Dialect
 from .prepare import Row
 from .types import TOTAL_NAMES
 
 
 class Wake:
-    """An on-commit callback: wake this process's waiters on ``queue``."""
+    """An on-commit callback: wake this process's waiters on ``queue`` (and on
+    ``others``: a publish registers one callback for every queue it reached)."""
 
-    def __init__(self, queue: str) -> None:
+    def __init__(self, queue: str, *others: str) -> None:
         self.queue = queue
+        self.others = frozenset(others)
 
     def __call__(self) -> None:
         wakeup.notify(self.queue)
+        for queue in sorted(self.others):
+            wakeup.notify(queue)
 
 
 class Counted:
@@ -60,7 +64,11 @@ def _pending(alias: str, kind: type[Any], queue: str) -> Any:
         return None
     for entry in conn.run_on_commit:
         found = entry[1]
-        if isinstance(found, kind) and found.queue == queue and not getattr(found, "fired", False):
+        if (
+            isinstance(found, kind)
+            and (found.queue == queue or queue in getattr(found, "others", ()))
+            and not getattr(found, "fired", False)
+        ):
             return found
     return None
 
@@ -92,8 +100,8 @@ def flush_deferred_counts(alias: str) -> None:
         m.fired = True
 
 
-def on_commit_wake(alias: str, queue: str) -> None:
-    transaction.on_commit(Wake(queue), using=alias)
+def on_commit_wake(alias: str, queue: str, *others: str) -> None:
+    transaction.on_commit(Wake(queue, *others), using=alias)
 
 
 def eligible(row: Row) -> bool:
@@ -193,7 +201,7 @@ _SQLITE_INSERT = (
 def try_send(alias: str, queue: str, row: Row, now: int) -> int | None:
     """Send ``row`` in one statement; its seq, or None when the general path must run
     (the queue is missing, ordered, deduplicating by content, ...)."""
-    cursor, dialect = core.ctx(alias)
+    cursor, dialect = databases.ctx(alias)
     notify = dialect.has_listen_notify and not wake_pending(alias, queue)
     counted: Counted | None = _pending(alias, Counted, queue) if dialect.defers_counts else None
     params: list[Any] = [queue, False]  # the queue's name; content_dedup must be off

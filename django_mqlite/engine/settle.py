@@ -43,11 +43,11 @@ from django.db import transaction
 from django.db.backends.utils import CursorWrapper
 
 from ..exceptions import InvalidArgumentError, LockLostError, MessageGoneError
-from . import core, receipts
+from . import arguments, batches, canonical_json, databases, heartbeat, lines, receipts, totals
 from .clock import from_ms, now_ms
-from .core import QueueRow
-from .dead_letters import buried
+from .dead_letters import Buried, buried
 from .dialects import Dialect
+from .rows import QueueRow, load_queue
 from .settle_items import (
     MAX_COMPLETE_BATCH,
     MAX_RENEW_BATCH,
@@ -58,7 +58,16 @@ from .settle_items import (
     check_pairs,
     check_rejects,
 )
-from .settle_sql import ABANDON, REJECT, complete_kept, complete_plain, fence, joined_fence
+from .settle_sql import (
+    ABANDON,
+    REJECT,
+    MovedRow,
+    RenewedRow,
+    complete_kept,
+    complete_plain,
+    fence,
+    joined_fence,
+)
 from .types import Completion, Outcome, Settled
 
 #: What a verb's statement did: {seq: Settled} for the rows it changed.
@@ -79,10 +88,10 @@ def _settle(
     ``lapsed`` also tells the ``gone`` among the stale (see the module's docstring)."""
     if not requests:
         return []
-    alias = core.alias_of(using, queue)
+    alias = databases.alias_of(using, queue)
     with transaction.atomic(using=alias):
-        cursor, dialect = core.ctx(alias)
-        q = core.load_queue(cursor, queue)
+        cursor, dialect = databases.ctx(alias)
+        q = load_queue(cursor, queue)
         now = now_ms()
         done = apply(cursor, dialect, q, now)
         replayed: set[int] = set()
@@ -114,7 +123,7 @@ def _gone(
     seqs = sorted({seq for seq, _, _ in missed})
     cursor.execute(
         "SELECT seq FROM mqlite_message WHERE queue_id = %s "
-        f"AND seq IN ({core.placeholders(len(seqs))})",
+        f"AND seq IN ({batches.placeholders(len(seqs))})",
         [queue_id, *seqs],
     )
     absent = set(seqs) - {row[0] for row in cursor.fetchall()}
@@ -166,9 +175,9 @@ def complete_many(
         if kept:
             rows += complete_kept(cursor, dialect, q, kept, now, lapsed)
         if rows:
-            core.release_lines(cursor, dialect, q.id, [key for _, key in rows])
-            core.bump_totals(cursor, dialect, q.id, completed=len(rows))
-        return {seq: Settled(seq, Outcome.COMPLETED) for seq, _ in rows}
+            lines.release_lines(cursor, dialect, q.id, [r.order_key for r in rows])
+            totals.bump_totals(cursor, dialect, q.id, completed=len(rows))
+        return {r.seq: Settled(r.seq, Outcome.COMPLETED) for r in rows}
 
     return _settle(queue, using, "complete", [(s, t, "") for s, t in pairs], apply, lapsed)
 
@@ -192,8 +201,8 @@ def complete_with_result(
     """Complete, keeping ``result`` (JSON) when the queue keeps results. ``attempt`` (JSON,
     not part of the request's identity) is appended to the row's attempt history in the
     same statement."""
-    encoded = core.dumps_arg(result, "result")
-    core.dumps_arg(attempt, "attempt")
+    encoded = canonical_json.dumps_arg(result, "result")
+    canonical_json.dumps_arg(attempt, "attempt")
     c = Completion(result=result, attempt=attempt, _result_json=encoded)
     one(queue, complete_many(queue, [(seq, lock_token)], completions=[c], using=using))
 
@@ -237,9 +246,11 @@ def abandon_many(
             ABANDON.format(values=values, append=append, hint=hint, fence=where),
             [*params, mx, now, mx, mx, now, *fence_params],
         )
-        rows = cursor.fetchall()
-        dead = [(q.id, seq, key) for seq, state, key in rows if state == "dead_lettered"]
-        core.bump_totals(cursor, dialect, q.id, abandoned=len(rows), retried=len(rows) - len(dead))
+        rows = [MovedRow(*r) for r in cursor.fetchall()]
+        dead = [Buried(q.id, r.seq, r.order_key) for r in rows if r.state == "dead_lettered"]
+        totals.bump_totals(
+            cursor, dialect, q.id, abandoned=len(rows), retried=len(rows) - len(dead)
+        )
         return _with_burials(cursor, dialect, q, rows, dead, "exhausted")
 
     requests = [(c[0], c[1], receipts.abandon_args(c[2])) for c in checked]
@@ -281,8 +292,8 @@ def reject_many(
             REJECT.format(values=values, append=append, hint=hint, fence=where),
             [*params, now, *fence_params],
         )
-        rows = cursor.fetchall()
-        dead = [(q.id, seq, key) for seq, _, key in rows]
+        rows = [MovedRow(*r) for r in cursor.fetchall()]
+        dead = [Buried(q.id, r.seq, r.order_key) for r in rows]
         return _with_burials(cursor, dialect, q, rows, dead, "rejected")
 
     requests = [(c[0], c[1], receipts.reject_args(c[2], c[3])) for c in checked]
@@ -309,19 +320,19 @@ def _with_burials(
     cursor: CursorWrapper,
     dialect: Dialect,
     q: QueueRow,
-    rows: Sequence[tuple[int, str, str | None]],
-    dead: Sequence[tuple[int, int, str | None]],
+    rows: Sequence[MovedRow],
+    dead: Sequence[Buried],
     cause: str,
 ) -> Done:
-    """The outcome of each (seq, new state, order key) an abandon or reject changed,
+    """The outcome of each row an abandon or reject moved,
     its dead letters buried (released, counted, forwarded) by the one rule."""
     forwarded = buried(cursor, dialect, dead, cause, source=q)
     out: Done = {}
-    for seq, state, _ in rows:
-        if seq in forwarded:
-            out[seq] = Settled(seq, Outcome.FORWARDED, forwarded_to=forwarded[seq])
+    for r in rows:
+        if r.seq in forwarded:
+            out[r.seq] = Settled(r.seq, Outcome.FORWARDED, forwarded_to=forwarded[r.seq])
         else:
-            out[seq] = Settled(seq, Outcome(state if state != "active" else "retried"))
+            out[r.seq] = Settled(r.seq, Outcome(r.state if r.state != "active" else "retried"))
     return out
 
 
@@ -339,7 +350,7 @@ def defer_many(queue: str, items: Sequence[Pair], *, using: str | None = None) -
             f"locked_until = NULL, locked_by = NULL WHERE {fence(len(pairs))} RETURNING seq",
             [q.id, now, *(v for pair in pairs for v in pair)],
         )
-        return {r[0]: Settled(r[0], Outcome.DEFERRED) for r in cursor.fetchall()}
+        return {seq: Settled(seq, Outcome.DEFERRED) for (seq,) in cursor.fetchall()}
 
     return _settle(queue, using, "defer", [(s, t, "") for s, t in pairs], apply)
 
@@ -365,8 +376,8 @@ def renew_many(
     lapsed lease (see the module's docstring): the message is locked again under the
     same token until now + lock duration, its delivery count unchanged."""
     pairs = check_pairs(items, MAX_RENEW_BATCH)
-    lock_ms = core.optional_lock_ms(lock_duration)
-    core.check_worker_id(worker_id)
+    lock_ms = arguments.optional_lock_ms(lock_duration)
+    arguments.check_worker_id(worker_id)
 
     def apply(cursor: CursorWrapper, dialect: Dialect, q: QueueRow, now: int) -> Done:
         until = now + (lock_ms if lock_ms is not None else q.lock_duration_ms)
@@ -383,10 +394,13 @@ def renew_many(
             f"WHERE {fence(len(pairs), lapsed)} RETURNING seq, locked_until",
             [*until_params, q.id, now, *(v for pair in pairs for v in pair)],
         )
-        rows = cursor.fetchall()
+        rows = [RenewedRow(*r) for r in cursor.fetchall()]
         if rows and worker_id is not None:
-            core.touch_worker(cursor, worker_id, now)
-        return {s: Settled(s, Outcome.RENEWED, locked_until=from_ms(u)) for s, u in rows}
+            heartbeat.touch_worker(cursor, worker_id, now)
+        return {
+            r.seq: Settled(r.seq, Outcome.RENEWED, locked_until=from_ms(r.locked_until))
+            for r in rows
+        }
 
     return _settle(queue, using, None, [(s, t, "") for s, t in pairs], apply, lapsed)
 
@@ -419,8 +433,8 @@ def renew_batch(
 ) -> list[bool]:
     """``renew_many`` answered as a bool per item (at most 512); a stale item is False."""
     if not check_pairs(items, MAX_RENEW_BATCH):
-        core.optional_lock_ms(lock_duration)
-        core.check_worker_id(worker_id)
+        arguments.optional_lock_ms(lock_duration)
+        arguments.check_worker_id(worker_id)
         return []
     got = renew_many(queue, items, lock_duration=lock_duration, using=using, worker_id=worker_id)
     return [r.ok for r in got]
@@ -436,10 +450,10 @@ def release(queue: str, items: Sequence[Pair], *, using: str | None = None) -> l
     pairs = check_pairs(items, MAX_COMPLETE_BATCH)
     if not pairs:
         return []
-    alias = core.alias_of(using, queue)
+    alias = databases.alias_of(using, queue)
     with transaction.atomic(using=alias):
-        cursor, _ = core.ctx(alias)
-        q = core.load_queue(cursor, queue)
+        cursor, _ = databases.ctx(alias)
+        q = load_queue(cursor, queue)
         now = now_ms()
         cursor.execute(
             "UPDATE mqlite_message SET state = 'active', lock_token = NULL, "
@@ -448,5 +462,5 @@ def release(queue: str, items: Sequence[Pair], *, using: str | None = None) -> l
             f"WHERE {fence(len(pairs))} RETURNING seq",
             [now, q.id, now, *(v for pair in pairs for v in pair)],
         )
-        done = {r[0] for r in cursor.fetchall()}
+        done = {seq for (seq,) in cursor.fetchall()}
         return [seq in done for seq, _ in pairs]

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from ..exceptions import InvalidArgumentError
-from . import admission, core
+from . import admission, arguments, canonical_json
 
 MAX_RENEW_BATCH = 512
 MAX_COMPLETE_BATCH = 1024
@@ -52,7 +52,7 @@ def check_pairs(items: object, cap: int, sizes: range = range(2, 3)) -> list[Pai
     for item in items:
         if not isinstance(item, list | tuple) or len(item) not in sizes:
             raise InvalidArgumentError("each item must be a (seq, lock_token, ...) tuple")
-        out.append((core.check_seq(item[0]), core.check_token(item[1])))
+        out.append((arguments.check_seq(item[0]), arguments.check_token(item[1])))
     _no_repeats(out)
     return out
 
@@ -77,14 +77,14 @@ def check_abandons(items: object) -> list[tuple[int, str, int, str | None, str |
     out = []
     for item in items:
         a = AbandonItem(*item)
-        delay_ms = 0 if a.delay is None else core.duration_ms(a.delay, "delay")
+        delay_ms = 0 if a.delay is None else arguments.duration_ms(a.delay, "delay")
         out.append(
             (
                 a.seq,
                 a.lock_token,
                 delay_ms,
                 _check_error(a.error),
-                core.dumps_arg(a.attempt, "attempt"),
+                canonical_json.dumps_arg(a.attempt, "attempt"),
             )
         )
     return out
@@ -117,7 +117,7 @@ def check_rejects(
                 reason,
                 description,
                 _check_error(r.error),
-                core.dumps_arg(r.attempt, "attempt"),
+                canonical_json.dumps_arg(r.attempt, "attempt"),
             )
         )
     return out

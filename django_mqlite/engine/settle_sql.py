@@ -10,15 +10,46 @@ by joining a ``VALUES`` list ``v``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from django.db.backends.utils import CursorWrapper
 
-from . import core
-from .core import QueueRow
+from . import canonical_json
 from .dead_letters import EXHAUSTED_REASON
 from .dialects import Dialect
+from .rows import QueueRow
 from .types import Completion
+
+# The rows the statements return, read by name (``rows``): each dataclass is the
+# statement's RETURNING list (tests/engine/test_rows.py holds them to it).
+
+
+@dataclass(slots=True)
+class LeftRow:
+    """A row a completion took: its seq and the line it left (``RETURNING seq,
+    order_key``)."""
+
+    seq: int
+    order_key: str | None
+
+
+@dataclass(slots=True)
+class MovedRow:
+    """A row an abandon or a reject moved: its seq, its new state and its line."""
+
+    seq: int
+    state: str
+    order_key: str | None
+
+
+@dataclass(slots=True)
+class RenewedRow:
+    """A row a renewal extended, with its new lease deadline (ms)."""
+
+    seq: int
+    locked_until: int
+
 
 #: A lapsed lease (``lapsed=True``, SQS's rule for a receipt handle): the row is still
 #: under the presented token, locked with a lease that ran out, or returned to ``active``
@@ -102,9 +133,8 @@ def complete_plain(
     pairs: Sequence[tuple[int, str]],
     now: int,
     lapsed: bool = False,
-) -> list[tuple[int, str | None]]:
-    """Complete these pairs (no result or attempt to keep); (seq, order_key) of each
-    row completed."""
+) -> list[LeftRow]:
+    """Complete these pairs (no result or attempt to keep); each row completed."""
     flat = [v for pair in pairs for v in pair]
     where = fence(len(pairs), lapsed)
     if q.keep_results_ms is not None:
@@ -119,7 +149,7 @@ def complete_plain(
             f"DELETE FROM mqlite_message WHERE {where} RETURNING seq, order_key",
             [q.id, now, *flat],
         )
-    return [(r[0], r[1]) for r in cursor.fetchall()]
+    return [LeftRow(*r) for r in cursor.fetchall()]
 
 
 def complete_kept(
@@ -129,7 +159,7 @@ def complete_kept(
     kept: Sequence[tuple[tuple[int, str], Completion]],
     now: int,
     lapsed: bool = False,
-) -> list[tuple[int, str | None]]:
+) -> list[LeftRow]:
     """Complete rows of a queue that keeps results, each with its own result and
     attempt record, in one statement (an UPDATE joined to a VALUES list)."""
     values = ", ".join([f"(%s, %s, {dialect.json_param()}, {dialect.json_param()})"] * len(kept))
@@ -138,8 +168,10 @@ def complete_kept(
         params += [
             seq,
             token,
-            c._result_json if c._result_json is not None else core.dumps_arg(c.result, "result"),
-            core.dumps_arg(c.attempt, "attempt"),
+            c._result_json
+            if c._result_json is not None
+            else canonical_json.dumps_arg(c.result, "result"),
+            canonical_json.dumps_arg(c.attempt, "attempt"),
         ]
     append = dialect.json_append_expr("mqlite_message.attempts", "v.attempt")
     hint, where, fence_params = joined_fence(dialect, [pair for pair, _ in kept], q.id, now, lapsed)
@@ -151,4 +183,4 @@ def complete_kept(
         "RETURNING mqlite_message.seq, mqlite_message.order_key",
         [*params, now, *fence_params],
     )
-    return [(r[0], r[1]) for r in cursor.fetchall()]
+    return [LeftRow(*r) for r in cursor.fetchall()]

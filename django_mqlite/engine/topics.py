@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from contextlib import nullcontext
-from typing import Any
+from typing import Any, Protocol
 
 from django.db import connections, transaction
 from django.db.backends.utils import CursorWrapper
@@ -38,12 +38,29 @@ from ..exceptions import (
     TopicExistsError,
     TopicNotFoundError,
 )
-from . import core, filters, send, send_one
+from . import admission, arguments, canonical_json, databases, fanout, filters, send, send_one
 from .admission import admit
 from .clock import from_ms, now_ms
 from .dialects import Dialect
 from .prepare import Row
+from .rows import load_queue
 from .types import Ordering, OutMessage, Subscription, Topic
+
+
+class TaskDelivery(Protocol):
+    """What the Tasks integration (``tasks/topics.py``) does for topics; the engine
+    knows no task, so it asks."""
+
+    def refusal(self, queue: str) -> str | None:
+        """Why ``queue`` takes no plain subscription (it runs tasks), or None."""
+
+    def deliver(self, topic: str, task: str, msg: OutMessage, using: str) -> None:
+        """Enqueue the published ``msg`` as a call of ``task``, in the caller's
+        transaction (InvalidArgumentError when it cannot be one)."""
+
+
+#: Installed by the Tasks integration when the app is ready (``tasks/plugin.py``).
+task_delivery: TaskDelivery | None = None
 
 
 def _declared(topic: str) -> Mapping[str, Any]:
@@ -55,7 +72,7 @@ def _declared(topic: str) -> Mapping[str, Any]:
 def alias_of(using: str | None, topic: str) -> str:
     """The database of ``topic``: the one ``MQLITE["TOPICS"]`` names, else ``using``,
     else ``MQLITE["DATABASE"]`` (an explicit other ``using`` is refused)."""
-    core.check_queue_name(topic)
+    arguments.check_queue_name(topic)
     declared = _declared(topic).get("database")
     if isinstance(declared, str) and declared:
         if using is not None and using != declared:
@@ -66,27 +83,40 @@ def alias_of(using: str | None, topic: str) -> str:
     return using or mqlite_settings.DATABASE
 
 
-def _lock_topic(cursor: CursorWrapper, dialect: Dialect, name: str, *, exclusive: bool) -> int:
-    cursor.execute(
-        f"SELECT id FROM mqlite_topic WHERE name = %s {dialect.row_lock_sql(exclusive=exclusive)}",
-        [name],
-    )
+def topic_database(name: str) -> str:
+    """The database alias topic ``name`` lives on (for a caller's ``transaction.atomic``)."""
+    return alias_of(None, name)
+
+
+def _lock_topic(
+    cursor: CursorWrapper, dialect: Dialect, name: str, *, exclusive: bool
+) -> tuple[int, int]:
+    """The topic's id and version, its row locked (shared: a publish; exclusive: a
+    change of its subscriptions, which then gets a new version and drops this
+    process's plan)."""
+    lock = dialect.row_lock_sql(exclusive=exclusive)
+    cursor.execute(f"SELECT id, version FROM mqlite_topic WHERE name = %s {lock}", [name])
     row = cursor.fetchone()
     if row is None:
         raise TopicNotFoundError(f"topic {name!r} does not exist")
-    return int(row[0])
+    if not exclusive:
+        return int(row[0]), int(row[1])
+    version = fanout.new_version()
+    cursor.execute("UPDATE mqlite_topic SET version = %s WHERE id = %s", [version, row[0]])
+    fanout.forget(cursor.db.alias, name)
+    return int(row[0]), version
 
 
 def create_topic(name: str, *, using: str | None = None) -> Topic:
     """Create a topic; TopicExistsError if it exists."""
     alias = alias_of(using, name)
-    cursor, _ = core.ctx(alias)
+    cursor, _ = databases.ctx(alias)
     with transaction.atomic(using=alias):
         now = now_ms()
         cursor.execute(
-            "INSERT INTO mqlite_topic (name, created_at) VALUES (%s, %s) "
+            "INSERT INTO mqlite_topic (name, created_at, version) VALUES (%s, %s, %s) "
             "ON CONFLICT (name) DO NOTHING RETURNING id",
-            [name, now],
+            [name, now, fanout.new_version()],
         )
         if cursor.fetchone() is None:
             raise TopicExistsError(f"topic {name!r} exists")
@@ -96,66 +126,87 @@ def create_topic(name: str, *, using: str | None = None) -> Topic:
 def delete_topic(name: str, *, using: str | None = None) -> None:
     """Delete a topic and its subscriptions (the queues and their messages stay)."""
     alias = alias_of(using, name)
-    cursor, dialect = core.ctx(alias)
+    cursor, dialect = databases.ctx(alias)
     with transaction.atomic(using=alias):
-        topic_id = _lock_topic(cursor, dialect, name, exclusive=True)
+        topic_id, _ = _lock_topic(cursor, dialect, name, exclusive=True)
         cursor.execute("DELETE FROM mqlite_subscription WHERE topic_id = %s", [topic_id])
+        cursor.execute("DELETE FROM mqlite_topic_totals WHERE topic_id = %s", [topic_id])
         cursor.execute("DELETE FROM mqlite_topic WHERE id = %s", [topic_id])
 
 
 def subscribe(
-    topic: str, queue: str, filter: Any = None, *, using: str | None = None
+    topic: str,
+    queue: str,
+    filter: Any = None,
+    *,
+    using: str | None = None,
+    task: str | None = None,
 ) -> Subscription:
     """Subscribe ``queue`` to ``topic`` with ``filter`` (None: every message), or
     replace the filter of its subscription. A malformed filter, an unknown topic or
-    queue, or a queue on another database: a typed error, nothing written."""
+    queue, or a queue on another database: a typed error, nothing written.
+
+    A queue that runs Django tasks takes no copies (its worker runs only envelopes its
+    backend signed): subscribe a task to it with ``mq.subscribe_task``, which passes
+    ``task``."""
     checked = filters.validate(filter)
+    if task is None and task_delivery is not None:
+        refused = task_delivery.refusal(queue)
+        if refused is not None:
+            raise InvalidArgumentError(refused)
     alias = alias_of(using, topic)
-    core.check_queue_name(queue)
+    arguments.check_queue_name(queue)
     # A queue MQLITE["QUEUES"] declares lives on its declared database (by default
     # MQLITE["DATABASE"]); one made at run time must exist on the topic's database.
     is_declared = queue in (mqlite_settings.QUEUES or {})
-    declared = core.declared_database(queue) or mqlite_settings.DATABASE
+    declared = databases.declared_database(queue) or mqlite_settings.DATABASE
     if is_declared and declared != alias:
         raise CrossDatabaseError(
             f"queue {queue!r} lives on database {declared!r}, "
             f"topic {topic!r} on {alias!r}: a publish cannot reach it"
         )
-    cursor, dialect = core.ctx(alias)
+    cursor, dialect = databases.ctx(alias)
     with transaction.atomic(using=alias):
-        topic_id = _lock_topic(cursor, dialect, topic, exclusive=True)
-        q = core.load_queue(cursor, queue)
+        topic_id, _ = _lock_topic(cursor, dialect, topic, exclusive=True)
+        q = load_queue(cursor, queue)
         now = now_ms()
         cursor.execute(
-            "INSERT INTO mqlite_subscription (topic_id, queue_id, filter, created_at) "
-            f"VALUES (%s, %s, {dialect.json_param()}, %s) "
-            "ON CONFLICT (topic_id, queue_id) DO UPDATE SET filter = excluded.filter "
-            "RETURNING created_at",
-            [topic_id, q.id, None if checked is None else core.dumps(checked), now],
+            "INSERT INTO mqlite_subscription (topic_id, queue_id, filter, created_at, task) "
+            f"VALUES (%s, %s, {dialect.json_param()}, %s, %s) "
+            "ON CONFLICT (topic_id, queue_id) DO UPDATE SET filter = excluded.filter, "
+            "task = excluded.task RETURNING created_at",
+            [topic_id, q.id, None if checked is None else canonical_json.dumps(checked), now, task],
         )
         created_at = int(cursor.fetchone()[0])
-    return Subscription(topic=topic, queue=queue, filter=checked, created_at=from_ms(created_at))
+    return Subscription(topic, queue, checked, from_ms(created_at), task)
 
 
 def unsubscribe(topic: str, queue: str, *, using: str | None = None) -> bool:
     """Remove ``queue``'s subscription to ``topic``; False if it had none."""
     alias = alias_of(using, topic)
-    core.check_queue_name(queue)
-    cursor, dialect = core.ctx(alias)
+    arguments.check_queue_name(queue)
+    cursor, dialect = databases.ctx(alias)
     with transaction.atomic(using=alias):
-        topic_id = _lock_topic(cursor, dialect, topic, exclusive=True)
+        topic_id, _ = _lock_topic(cursor, dialect, topic, exclusive=True)
         cursor.execute(
             "DELETE FROM mqlite_subscription WHERE topic_id = %s AND queue_id = "
-            "(SELECT id FROM mqlite_queue WHERE name = %s) RETURNING id",
+            "(SELECT id FROM mqlite_queue WHERE name = %s) RETURNING queue_id",
             [topic_id, queue],
         )
-        return cursor.fetchone() is not None
+        found = cursor.fetchone()
+        if found is None:
+            return False
+        cursor.execute(
+            "DELETE FROM mqlite_topic_totals WHERE topic_id = %s AND queue_id = %s",
+            [topic_id, found[0]],
+        )
+        return True
 
 
 _SUBSCRIPTIONS = (
     "SELECT s.id, t.name, q.name, s.filter, s.created_at, q.ordering, q.dedup_window_ms, "
-    "q.content_dedup, q.id FROM mqlite_subscription s JOIN mqlite_topic t ON t.id = s.topic_id "
-    "JOIN mqlite_queue q ON q.id = s.queue_id"
+    "q.content_dedup, q.id, s.task FROM mqlite_subscription s "
+    "JOIN mqlite_topic t ON t.id = s.topic_id JOIN mqlite_queue q ON q.id = s.queue_id"
 )
 
 
@@ -169,16 +220,73 @@ def get_topic(name: str, *, using: str | None = None) -> Topic:
 
 def list_topics(*, using: str | None = None, name: str | None = None) -> list[Topic]:
     """Every topic of database ``using`` (default ``MQLITE["DATABASE"]``), by name."""
-    cursor, dialect = core.ctx(using or mqlite_settings.DATABASE)
+    cursor, dialect = databases.ctx(using or mqlite_settings.DATABASE)
     where, params = ("WHERE name = %s", [name]) if name is not None else ("", [])
     cursor.execute(f"SELECT name, created_at FROM mqlite_topic {where} ORDER BY name", params)
     topics = {n: Topic(name=n, created_at=from_ms(c), subscriptions=[]) for n, c in cursor}
     cursor.execute(f"{_SUBSCRIPTIONS} ORDER BY s.id")
-    for _, t, q, f, created, *_ in cursor.fetchall():
+    for _, t, q, f, created, *_, task in cursor.fetchall():
         if t in topics:
-            sub = Subscription(t, q, dialect.load_json(f), from_ms(created))
+            sub = Subscription(t, q, dialect.load_json(f), from_ms(created), task)
             topics[t].subscriptions.append(sub)
     return list(topics.values())
+
+
+def matching_queues(
+    topic: str,
+    *,
+    subject: str | None = None,
+    properties: dict[str, Any] | None = None,
+    using: str | None = None,
+) -> list[str]:
+    """The queues subscribed to ``topic`` whose filter takes a message with ``subject``
+    and ``properties``, by name: the filters compiled and run by the database exactly
+    as a publish runs them (``fanout.where_of``), and nothing written. Subject and
+    properties pass admission's checks first (InvalidArgumentError)."""
+    alias = alias_of(using, topic)
+    row_subject = admission.text(subject, "subject", 256)
+    row_properties = admission.properties(properties)
+    cursor, dialect = databases.ctx(alias)
+    cursor.execute("SELECT id FROM mqlite_topic WHERE name = %s", [topic])
+    found = cursor.fetchone()
+    if found is None:
+        raise TopicNotFoundError(f"topic {topic!r} does not exist")
+    cursor.execute("SELECT id, filter FROM mqlite_subscription WHERE topic_id = %s", [found[0]])
+    subs = [(int(i), dialect.load_json(f)) for i, f in cursor.fetchall()]
+    where, params = fanout.where_of(dialect, subs)
+    if where is None:
+        return []
+    cursor.execute(
+        "SELECT q.name FROM mqlite_subscription s JOIN mqlite_queue q ON q.id = s.queue_id "
+        f"CROSS JOIN ({fanout.message_sql(dialect)}) AS m WHERE s.topic_id = %s AND {where} "
+        "ORDER BY q.name",
+        [row_subject, row_properties, found[0], *params],
+    )
+    return [str(r[0]) for r in cursor.fetchall()]
+
+
+def topic_totals(*, using: str | None = None) -> dict[str, dict[str, Any]]:
+    """Lifetime counters of every topic on database ``using``: ``{topic: {"published":
+    n, "delivered": {queue: copies}}}`` (a subscription that never got a copy: 0). A
+    rolled-back publish counts nowhere: the counters are written in its transaction."""
+    alias = using or mqlite_settings.DATABASE
+    cursor, _ = databases.ctx(alias)
+    out: dict[str, dict[str, Any]] = {
+        t.name: {"published": 0, "delivered": {s.queue: 0 for s in t.subscriptions}}
+        for t in list_topics(using=alias)
+    }
+    cursor.execute(
+        "SELECT t.name, c.queue_id, q.name, SUM(c.published), SUM(c.delivered) "
+        "FROM mqlite_topic_totals c JOIN mqlite_topic t ON t.id = c.topic_id "
+        "LEFT JOIN mqlite_queue q ON q.id = c.queue_id GROUP BY t.name, c.queue_id, q.name"
+    )
+    for topic, queue_id, queue, published, delivered in cursor.fetchall():
+        entry = out.get(topic)  # None: made after the listing above
+        if entry is not None and queue_id == 0:
+            entry["published"] = int(published)
+        elif entry is not None and queue in entry["delivered"]:
+            entry["delivered"][queue] = int(delivered)
+    return out
 
 
 def publish(
@@ -193,47 +301,110 @@ def publish(
     """Publish to ``topic``: a copy in every subscribed queue whose filter matches,
     in the caller's transaction. Returns the number of queues reached. Takes the
     keywords of ``mq.send``; the message is admitted once, before anything is written."""
+    return len(
+        publish_to(topic, body, subject=subject, properties=properties, using=using, **options)
+    )
+
+
+def publish_to(
+    topic: str,
+    body: Any,
+    *,
+    subject: str | None = None,
+    properties: dict[str, Any] | None = None,
+    using: str | None = None,
+    **options: Any,
+) -> list[str]:
+    """``publish``, returning the names of the queues reached."""
     msg = OutMessage(body, subject=subject, properties=properties, **options)
     alias = alias_of(using, topic)
     now = now_ms()
     row = admit(msg, now)
-    cursor, dialect = core.ctx(alias)
+    cursor, dialect = databases.ctx(alias)
     # Reads and one write statement need no savepoint inside the caller's transaction
     # (a statement is atomic on its own, as the one-statement send); outside one, the
     # lock must last until the copies are written, so the publish opens a transaction.
     outer = nullcontext() if connections[alias].in_atomic_block else transaction.atomic(alias)
     with outer:
-        topic_id = _lock_topic(cursor, dialect, topic, exclusive=False)
-        cursor.execute(f"{_SUBSCRIPTIONS} WHERE s.topic_id = %s ORDER BY s.id", [topic_id])
-        fast: list[tuple[int, Any]] = []
-        general: dict[int, tuple[str, Any]] = {}
-        names: dict[int, str] = {}
-        for sub_id, _, queue, raw, _, ordering, dedup_ms, content_dedup, queue_id in cursor:
-            names[queue_id] = queue
-            stored = dialect.load_json(raw)
-            if (
-                send_one.eligible(row)
-                and ordering == Ordering.STANDARD.value
-                and not (dedup_ms > 0 and content_dedup)
-            ):
-                fast.append((sub_id, stored))
-            else:
-                general[sub_id] = (queue, stored)
-        groups = _where(dialect, fast)
-        # More than one write: all of them or none (a savepoint), for a caller that
-        # catches the error and carries on.
-        writes = transaction.atomic(alias) if general or len(groups) > 1 else nullcontext()
-        with writes:
-            reached = _publish_fast(cursor, dialect, alias, topic_id, row, now, groups, names)
-            for sub_id in _matching(cursor, dialect, row, list(general.items())):
-                send._send(general[sub_id][0], [msg], using=alias, single=True, now=now)
-                reached += 1
+        plan = fanout.cached(alias, topic)
+        reached = None
+        if plan is not None and send_one.eligible(row):
+            reached = fanout.run(cursor, dialect, alias, plan, row, now)
+        if reached is None:
+            reached = _publish_locked(cursor, dialect, alias, topic, msg, row, now)
+        wake(alias, reached)
         return reached
 
 
-def _message_source(dialect: Dialect) -> str:
-    """The published message as a one-row table ``m`` for the filters to read."""
-    return f"(SELECT CAST(%s AS varchar) AS subject, {dialect.json_param()} AS properties) AS m"
+def _publish_locked(
+    cursor: CursorWrapper,
+    dialect: Dialect,
+    alias: str,
+    topic: str,
+    msg: OutMessage,
+    row: Row,
+    now: int,
+) -> list[str]:
+    """The publish that reads the topic under its shared lock (no plan yet, a stale
+    one, or a copy that needs the general send), and plans the next publishes."""
+    topic_id, version = _lock_topic(cursor, dialect, topic, exclusive=False)
+    cursor.execute(f"{_SUBSCRIPTIONS} WHERE s.topic_id = %s ORDER BY s.id", [topic_id])
+    subs = cursor.fetchall()
+    names = {r[8]: r[2] for r in subs}  # queue id -> name
+    queue_of = {r[0]: r[8] for r in subs}  # subscription id -> queue id
+    tasks = {r[0]: r[9] for r in subs if r[9] is not None}  # subscription id -> task
+    every: list[tuple[int, Any]] = []
+    fast: list[tuple[int, Any]] = []
+    general: dict[int, tuple[str, Any]] = {}
+    for sub_id, _, queue, raw, _, ordering, dedup_ms, content_dedup, _, task in subs:
+        stored = dialect.load_json(raw)
+        every.append((sub_id, stored))
+        standard = ordering == Ordering.STANDARD.value and not (dedup_ms > 0 and content_dedup)
+        if standard and task is None:
+            fast.append((sub_id, stored))
+        else:
+            general[sub_id] = (queue, stored)
+    plan = None
+    if not general:
+        where, params = fanout.where_of(dialect, every)
+        if len(params) <= MAX_PARAMS:
+            plan = fanout.Plan(topic_id, version, names, where, params)
+            fanout.remember(alias, topic, plan)
+    if not send_one.eligible(row):
+        general.update((i, (names[queue_of[i]], stored)) for i, stored in fast)
+        fast = []
+    groups = _where(dialect, fast)
+    # More than one write: all of them or none (a savepoint), for a caller that
+    # catches the error and carries on.
+    writes = transaction.atomic(alias) if general or len(groups) > 1 else nullcontext()
+    with writes:
+        queue_ids: list[int] = []
+        for where, where_params in groups:
+            queue_ids += _insert_copies(cursor, dialect, topic_id, row, now, where, where_params)
+        for sub_id in _matching(cursor, dialect, row, list(general.items())):
+            if sub_id in tasks:
+                _deliver_task(topic, tasks[sub_id], msg, alias)
+            else:
+                send._send(general[sub_id][0], [msg], using=alias, single=True, now=now)
+            queue_ids.append(queue_of[sub_id])
+        fanout.count(cursor, dialect, topic_id, queue_ids)
+    return [names[i] for i in queue_ids]
+
+
+def _deliver_task(topic: str, task: str, msg: OutMessage, alias: str) -> None:
+    if task_delivery is None:
+        raise InvalidArgumentError(
+            f"topic {topic!r} has a task subscription ({task!r}) and no Tasks integration "
+            "is installed to enqueue it"
+        )
+    task_delivery.deliver(topic, task, msg, alias)
+
+
+def wake(alias: str, queues: list[str]) -> None:
+    """Wake this process's waiters on ``queues`` at commit (one callback for them)."""
+    fresh = [q for q in queues if not send_one.wake_pending(alias, q)]
+    if fresh:
+        send_one.on_commit_wake(alias, *fresh)
 
 
 #: Parameters of one publish statement at most (SQLite allows 32766): a topic whose
@@ -241,24 +412,14 @@ def _message_source(dialect: Dialect) -> str:
 MAX_PARAMS = 30_000
 
 
-def _terms(dialect: Dialect, subs: list[tuple[int, Any]]) -> list[tuple[str, list[Any]]]:
-    """For each of ``subs``: ``s.id`` is it and its filter holds."""
-    terms: list[tuple[str, list[Any]]] = []
-    for sub_id, stored in subs:
-        if stored is None:
-            terms.append(("s.id = %s", [sub_id]))
-        else:
-            sql, args = filters.compile_sql(stored, dialect, "m.subject", "m.properties")
-            terms.append((f"(s.id = %s AND {sql})", [sub_id, *args]))
-    return terms
-
-
 def _where(dialect: Dialect, subs: list[tuple[int, Any]]) -> list[tuple[str, list[Any]]]:
     """``WHERE`` conditions over ``subs`` (OR of their terms), as few as fit."""
     groups: list[tuple[str, list[Any]]] = []
     sqls: list[str] = []
     params: list[Any] = []
-    for sql, args in _terms(dialect, subs):
+    for sub in subs:
+        sql, args = fanout.where_of(dialect, [sub])
+        assert sql is not None
         if sqls and len(params) + len(args) > MAX_PARAMS:
             groups.append(("(" + " OR ".join(sqls) + ")", params))
             sqls, params = [], []
@@ -278,41 +439,12 @@ def _matching(
     found: list[int] = []
     for where, params in _where(dialect, [(i, stored) for i, (_, stored) in subs]):
         cursor.execute(
-            f"SELECT s.id FROM mqlite_subscription s CROSS JOIN {_message_source(dialect)} "
-            f"WHERE {where} ORDER BY s.id",
+            f"SELECT s.id FROM mqlite_subscription s CROSS JOIN ({fanout.message_sql(dialect)}) "
+            f"AS m WHERE {where} ORDER BY s.id",
             [row.subject, row.properties, *params],
         )
         found += [int(r[0]) for r in cursor.fetchall()]
     return found
-
-
-_COLUMNS = (
-    "queue_id, state, priority, visible_at, expires_at, enqueued_at, body, subject, "
-    "properties, correlation_id, reply_to, content_type, message_id, group_id, order_key, "
-    "blocked, delivery_count"
-)
-
-
-def _publish_fast(
-    cursor: CursorWrapper,
-    dialect: Dialect,
-    alias: str,
-    topic_id: int,
-    row: Row,
-    now: int,
-    groups: list[tuple[str, list[Any]]],
-    names: dict[int, str],
-) -> int:
-    """The one statement: a copy for each subscription whose filter matches, the
-    conditions in ``groups`` (more than one only when the filters need more than
-    ``MAX_PARAMS`` parameters)."""
-    reached: list[str] = []
-    for where, where_params in groups:
-        reached += _insert_copies(cursor, dialect, topic_id, row, now, where, where_params, names)
-    for name in reached:
-        if not send_one.wake_pending(alias, name):
-            send_one.on_commit_wake(alias, name)
-    return len(reached)
 
 
 def _insert_copies(
@@ -323,32 +455,16 @@ def _insert_copies(
     now: int,
     where: str,
     where_params: list[Any],
-    names: dict[int, str],
-) -> list[str]:
+) -> list[int]:
+    """The copies for the subscriptions ``where`` takes, in one statement (the lifetime
+    counters: PostgreSQL in the same statement, SQLite by its trigger); their queue ids."""
     insert = (
-        f"INSERT INTO mqlite_message ({_COLUMNS}) "
-        "SELECT q.id, %s, %s, %s, COALESCE(%s, %s + q.default_ttl_ms), %s, %s, m.subject, "
-        "m.properties, %s, %s, %s, NULL, NULL, NULL, 0, 0 "
+        f"INSERT INTO mqlite_message ({fanout.COLUMNS}) {fanout.select_sql(dialect)} "
         "FROM mqlite_subscription s JOIN mqlite_queue q ON q.id = s.queue_id "
-        f"CROSS JOIN {_message_source(dialect)} WHERE s.topic_id = %s AND {where} "
+        f"CROSS JOIN ({fanout.message_sql(dialect)}) AS m WHERE s.topic_id = %s AND {where} "
         "RETURNING queue_id"
     )
-    params = [
-        "scheduled" if row.visible_at > now else "active",
-        row.priority,
-        row.visible_at,
-        row.expires_at,
-        row.visible_at,
-        now,
-        row.body,
-        row.correlation_id,
-        row.reply_to,
-        row.content_type,
-        row.subject,
-        row.properties,
-        topic_id,
-        *where_params,
-    ]
+    params = [*fanout.values(row, now), row.subject, row.properties, topic_id, *where_params]
     if dialect.writable_cte:
         # The copies, each queue's lifetime counter and its NOTIFY, in one statement
         # (PostgreSQL sends one notification per payload and transaction).
@@ -360,7 +476,7 @@ def _insert_copies(
     else:
         sql = insert  # the counter trigger adds to each queue's total (counts_enqueued)
     cursor.execute(sql, params)
-    return [names[r[0]] for r in cursor.fetchall()]
+    return [int(r[0]) for r in cursor.fetchall()]
 
 
 def sync_declared(declared: Mapping[str, Any], *, using: str | None = None) -> int:

@@ -116,7 +116,7 @@ class Completion:
     result: Any = None
     attempt: Any = None
     on_completed: Any = None  # called once the completion has committed
-    #: Internal (the Tasks worker): ``result`` already encoded by ``core.dumps``, which
+    #: Internal (the Tasks worker): ``result`` already encoded by ``canonical_json.dumps``, which
     #: it did to check the value, stored in its place unchecked.
     _result_json: str | None = field(default=None, repr=False, compare=False)
 
@@ -218,6 +218,9 @@ class Subscription:
     queue: str
     filter: dict[str, Any] | None
     created_at: dt.datetime
+    #: A task subscription's task (its dotted path): each matching publish is enqueued
+    #: as a call of it (``mq.subscribe_task``). None: copies of the message.
+    task: str | None = None
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import IntegrityError
 from django.utils import timezone
 
-from ..engine import clock, core
+from ..engine import clock, databases
 from ..exceptions import QueueExistsError, QueueNotFoundError
 from .compat import (
     BaseTaskBackend,
@@ -229,12 +229,12 @@ class MQLiteBackend(BaseTaskBackend):  # type: ignore[misc,unused-ignore]
     def database_for(self, queue: str) -> str | None:
         """A queue declared on a database (``MQLITE["QUEUES"]``) lives there; the others
         on ``OPTIONS["database"]`` (default: the queue database)."""
-        return core.declared_database(queue) or self.database
+        return databases.declared_database(queue) or self.database
 
     def _result_id(self, queue: str, seq: int) -> str:
         # Seqs are per database: a task on another database than the backend's says where.
-        alias = core.alias_of(self.database_for(queue))
-        return str(seq) if alias == core.alias_of(self.database) else f"{seq}@{alias}"
+        alias = databases.alias_of(self.database_for(queue))
+        return str(seq) if alias == databases.alias_of(self.database) else f"{seq}@{alias}"
 
     def _send(self, queue: str, body: Any, **options: Any) -> tuple[int, int]:
         """(seq, stored enqueue time in ms), creating the queue on first use."""

@@ -40,7 +40,7 @@ from django.db import transaction
 from django.utils.module_loading import import_string
 
 from ..conf import mqlite_settings
-from ..engine import core
+from ..engine import arguments, databases
 from ..engine.clock import from_ms, now_ms, to_ms
 from .support import mqlite_task_queues
 
@@ -110,7 +110,7 @@ def parse(name: str, spec: Any) -> Schedule:
     if (task is None) == (queue is None):
         raise ImproperlyConfigured(f"{where}: give either a task path or a queue")
     if queue is not None:
-        core.check_queue_name(queue)
+        arguments.check_queue_name(queue)
         if queue in mqlite_task_queues():
             # A Tasks queue runs only envelopes the backend signed: a raw body would be
             # dead-lettered at every occurrence.
@@ -139,7 +139,7 @@ class Ticker:
     then touches the database."""
 
     def __init__(self, *, using: str | None = None, plan: list[Schedule] | None = None) -> None:
-        self.using = core.alias_of(using)
+        self.using = databases.alias_of(using)
         self.plan = schedules() if plan is None else plan
         self.known: dict[str, int] = {}
 
@@ -194,7 +194,7 @@ class Ticker:
         if schedule.queue is not None:
             # The schedule's state lives on this ticker's database; the message goes to
             # the queue's own (its message_id dedups a re-send after a failed commit).
-            using = core.declared_database(schedule.queue) or self.using
+            using = databases.declared_database(schedule.queue) or self.using
             send(schedule.queue, schedule.body, message_id=key, using=using)
             return
         assert schedule.task is not None

@@ -35,6 +35,9 @@ def periodic_ticker(using: str | None) -> Any:
 
 
 def install() -> None:
+    from .topics import install as install_topics
+
+    install_topics()  # task subscriptions of topics (mq.subscribe_task)
     consumers.register_discovery(register_task_queues)
     consumers.register_service(periodic_ticker)
     consumers.register_declarations(declared_queues)

@@ -34,7 +34,7 @@ from typing import Any
 
 from ..conf import mqlite_settings
 from ..consumers import Registry
-from ..engine import admission, core, settle
+from ..engine import admission, databases, settle
 from ..engine.clock import now_ms, to_ms
 from ..engine.queues import get_queue
 from ..engine.received import Received
@@ -178,7 +178,7 @@ class Job:
 
     @property
     def alias(self) -> str:
-        return core.alias_of(self.msg.using, self.msg.queue)
+        return databases.alias_of(self.msg.using, self.msg.queue)
 
     def fail(self, description: str, tb: str, reject: Reject | None = None) -> bool:
         """Retry or dead-letter after a failed attempt; True when it was the last.

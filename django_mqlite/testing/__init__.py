@@ -23,7 +23,7 @@ from asgiref.sync import async_to_sync, iscoroutinefunction
 
 from ..conf import mqlite_settings
 from ..consumers import Consumer, registry
-from ..engine import core
+from ..engine import arguments, databases
 from ..engine.claim import receive
 from ..engine.inspect import peek
 from ..engine.queues import create_queue, get_queue
@@ -117,8 +117,8 @@ def drain(
     not counted.
     """
     if max_messages is not None:
-        core.check_int(max_messages, "max_messages", 0, 2**31)
-    alias = core.alias_of(using)
+        arguments.check_int(max_messages, "max_messages", 0, 2**31)
+    alias = databases.alias_of(using)
     consumers = _served(queues, alias)
     names = list(consumers)
     result: dict[str, Any] = {"completed": 0, "retried": 0, "dead_lettered": 0, "errors": []}
@@ -164,14 +164,14 @@ def sent(queue: str, *, using: str | None = None, **filters: Any) -> list[Peeked
     JSON value, text, or bytes); any other name is a key of a JSON object body
     (``sent("payments", order=42)``); a message without that key does not match.
     """
-    alias = core.alias_of(using)
+    alias = databases.alias_of(using)
     waiting: list[Peeked] = []
     for state in (State.ACTIVE, State.SCHEDULED):
         after = 0
         while True:
-            page = peek(queue, state=state, limit=core.MAX_PEEK, after_seq=after, using=alias)
+            page = peek(queue, state=state, limit=arguments.MAX_PEEK, after_seq=after, using=alias)
             waiting.extend(page)
-            if len(page) < core.MAX_PEEK:
+            if len(page) < arguments.MAX_PEEK:
                 break
             after = page[-1].seq
     waiting.sort(key=lambda p: p.seq)

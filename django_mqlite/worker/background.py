@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import os
 import socket
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -22,43 +21,39 @@ from ..engine.clock import now_ms
 # The NOTIFY listener lives in the engine, shared with ``areceive``; re-exported here.
 from ..engine.listen import NOTIFY_CHANNEL as NOTIFY_CHANNEL
 from ..engine.listen import Listener as Listener
+from ..engine.listen import Service
 from ..engine.listen import listen_wrapper as listen_wrapper
 from ..engine.maintenance import reap
 from . import db_health
+from .reaper import Pace
 
 logger = logging.getLogger("django_mqlite.worker")
 
 
-class Loop(threading.Thread):
-    """Call ``step()`` every ``interval_s`` seconds until ``stop()``."""
+class Loop(Service):
+    """Call ``step()`` every ``interval_s`` seconds until ``stop()``; a step that returns
+    a number of seconds waits that long instead."""
 
     def __init__(self, name: str, interval_s: float, step: Callable[[], Any]) -> None:
-        super().__init__(name=name, daemon=True)
+        super().__init__(name)
         self.interval_s = interval_s
         self.step = step
-        self.stopping = threading.Event()
 
     def run(self) -> None:
         try:
             while not self.stopping.is_set():
+                wait = self.interval_s
                 try:
                     db_health.refresh()  # this thread's connection, once per pass
-                    self.step()
+                    asked = self.step()
+                    if isinstance(asked, int | float):
+                        wait = float(asked)
                 except Exception:
                     logger.exception("%s pass failed", self.name)
                     connections.close_all()  # a broken connection reconnects next time
-                self.stopping.wait(self.interval_s)
+                self.stopping.wait(wait)
         finally:
             connections.close_all()
-
-    def request_stop(self) -> None:
-        """Ask the thread to end after its current pass (stop() also waits for it)."""
-        self.stopping.set()
-
-    def stop(self, wait_s: float = 2.0) -> None:
-        self.request_stop()
-        if self.is_alive():
-            self.join(wait_s)
 
 
 # -- the worker registry ---------------------------------------------------------------
@@ -128,10 +123,13 @@ def heartbeat_loop(
 
 
 def reaper_loop(interval_s: float, using: str) -> Loop:
-    def step() -> None:
+    pace = Pace(interval_s)
+
+    def step() -> float:
         counts = reap(using=using)
         done = {k: v for k, v in counts.items() if v}
         if done:
             logger.info("reaper: %s", done)
+        return pace.after(bool(done))
 
     return Loop("mqlite-reaper", interval_s, step)

@@ -24,7 +24,7 @@ from django.core.exceptions import ImproperlyConfigured
 from .. import consumers as consumers_mod
 from ..conf import mqlite_settings
 from ..consumers import Registry
-from ..engine import core
+from ..engine import databases
 from .runner import Worker
 
 logger = logging.getLogger("django_mqlite.worker")
@@ -43,11 +43,11 @@ def by_database(
     for name in registry.select(wanted):
         if using is not None and not wanted and _home(name) not in (None, using):
             continue  # `--database X` without `--queue`: the queues that live on X
-        groups.setdefault(core.alias_of(using, name), []).append(name)
+        groups.setdefault(databases.alias_of(using, name), []).append(name)
     if not groups:
         where = "" if using is None else f" for a queue on database {using!r}"
         raise ImproperlyConfigured(f"no consumers are registered{where}")
-    first = core.alias_of(using)
+    first = databases.alias_of(using)
     return dict(sorted(groups.items(), key=lambda item: (item[0] != first, item[0])))
 
 
@@ -55,7 +55,7 @@ def _home(queue: str) -> str | None:
     """Where a queue of ``MQLITE["QUEUES"]`` lives (None: not declared there)."""
     if queue not in (mqlite_settings.QUEUES or {}):
         return None
-    return core.declared_database(queue) or str(mqlite_settings.DATABASE)
+    return databases.declared_database(queue) or str(mqlite_settings.DATABASE)
 
 
 def build(

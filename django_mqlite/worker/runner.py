@@ -28,7 +28,7 @@ from django.db import InterfaceError, OperationalError, connections
 from .. import consumers as consumers_mod
 from ..conf import mqlite_settings
 from ..consumers import Consumer, Registry
-from ..engine import core, settle, wakeup
+from ..engine import arguments, databases, listen, settle, wakeup
 from ..engine.claim import receive
 from ..engine.clock import now_ms, to_ms
 from ..engine.dialects import dialect_for
@@ -73,12 +73,12 @@ class Worker:
         rng: random.Random | None = None,
         using: str | None = None,
     ) -> None:
-        self.using = core.alias_of(using)
+        self.using = databases.alias_of(using)
         self.registry = registry if registry is not None else consumers_mod.registry
         self.consumers: dict[str, Consumer] = self.registry.select(list(queues or []))
         if not self.consumers:
             raise ImproperlyConfigured("no consumers are registered")
-        self.concurrency = core.check_int(concurrency, "concurrency", 1, 1024)
+        self.concurrency = arguments.check_int(concurrency, "concurrency", 1, 1024)
         self.burst = burst
         self.max_messages = max_messages
         self.max_memory_mb = max_memory_mb
@@ -177,6 +177,8 @@ class Worker:
             self._threads.append(
                 background.Listener(self.using, on_unavailable=self._stop_listening)
             )
+        elif (path := listen.watched_file(self.using)) is not None:
+            self._threads.append(listen.CommitWatcher(path, list(self.consumers)))
         for t in self._threads:
             t.start()
         logger.info(

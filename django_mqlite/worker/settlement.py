@@ -15,7 +15,7 @@ from collections.abc import Iterable
 
 from django.db import Error as DatabaseError
 
-from ..engine import core, settle
+from ..engine import batches, settle
 from ..engine.clock import now_ms
 from ..engine.types import Outcome
 from .delivery import Delivery
@@ -43,7 +43,7 @@ def renew_due(pool: Pool, using: str, worker_id: int | None = None) -> None:
     now = clock_s()
     due = by_queue(d for d in pool.held() if now >= d.next_renew)
     for queue, ds in due.items():
-        for part in core.chunks(ds, settle.MAX_RENEW_BATCH):
+        for part in batches.chunks(ds, settle.MAX_RENEW_BATCH):
             ok = settle.renew_batch(
                 queue, [d.item() for d in part], using=using, worker_id=worker_id
             )
@@ -72,7 +72,7 @@ def flush_completions(pool: Pool, using: str) -> Counter[str]:
             todo.append(d)
     flushed: set[int] = set()
     for queue, ds in by_queue(todo).items():
-        for part in core.chunks(ds, settle.MAX_COMPLETE_BATCH):
+        for part in batches.chunks(ds, settle.MAX_COMPLETE_BATCH):
             completions = [d.msg.completion for d in part]
             try:
                 got = settle.complete_many(
@@ -109,7 +109,7 @@ def flush_failures(pool: Pool, using: str) -> Counter[str]:
         by[f[0].msg.queue].append(f)
     flushed: set[int] = set()
     for queue, fs in by.items():
-        for part in core.chunks(fs, settle.MAX_COMPLETE_BATCH):
+        for part in batches.chunks(fs, settle.MAX_COMPLETE_BATCH):
             items = [_abandon_item(d, delay, tb) for d, delay, tb in part]
             try:
                 got = settle.abandon_many(queue, items, using=using)
@@ -145,6 +145,6 @@ def _after_completion(queue: str, d: Delivery, done: bool) -> None:
 def release(ds: list[Delivery], using: str) -> None:
     """Hand claimed-but-unstarted messages back without burning an attempt."""
     for queue, part in by_queue(ds).items():
-        for chunk in core.chunks(part, settle.MAX_COMPLETE_BATCH):
+        for chunk in batches.chunks(part, settle.MAX_COMPLETE_BATCH):
             settle.release(queue, [d.item() for d in chunk], using=using)
         logger.info("released %s unstarted message(s) of %s", len(part), queue)

@@ -13,7 +13,7 @@ from django.db import connection
 
 import django_mqlite as mq
 from django_mqlite.engine import aio
-from django_mqlite.engine.dialects import dialect_for
+from tests.support.features import has, requires
 
 from ..procs import wait_for
 
@@ -73,7 +73,7 @@ def test_areceive_wakes_on_a_send_in_this_process(q: str, monkeypatch: pytest.Mo
 def test_areceive_wakes_on_notify_from_another_process(
     q: str, workers: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if not dialect_for("default").has_listen_notify:
+    if not has("listen_notify"):
         pytest.skip("the database has no LISTEN/NOTIFY")
     monkeypatch.setattr(aio, "POLL_FIRST_S", 30.0)
     monkeypatch.setattr(aio, "POLL_MAX_S", 30.0)
@@ -95,9 +95,7 @@ def test_areceive_wakes_on_notify_from_another_process(
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.skipif(
-    "not dialect_for('default').has_listen_notify", reason="no LISTEN/NOTIFY on this database"
-)
+@requires("listen_notify")
 def test_the_shared_listener_turns_notify_into_a_wakeup(q: str) -> None:
     from django_mqlite.engine import listen, wakeup
 

@@ -69,3 +69,26 @@ def mq_queue_id(name: str) -> int:
     from django_mqlite.models import Queue
 
     return int(Queue.objects.get(name=name).pk)
+
+
+def test_topic_metrics(api: Any, per_queue: APIClient) -> None:
+    mq.create_topic("ev")
+    mq.create_topic("hidden")
+    for name in ("mine", "theirs"):
+        mq.create_queue(name)
+        mq.subscribe("ev", name, {"subject": "x"} if name == "theirs" else None)
+    mq.subscribe("hidden", "theirs")
+    mq.publish("ev", 1, subject="x")
+    mq.publish("ev", 2)
+    mq.publish("hidden", 3)
+    body = api.get(url("metrics/"), HTTP_ACCEPT="text/plain").content.decode()
+    assert 'mqlite_topic_published_total{topic="ev"} 2.0' in body
+    assert 'mqlite_topic_published_total{topic="hidden"} 1.0' in body
+    assert 'mqlite_topic_delivered_total{queue="mine",topic="ev"} 2.0' in body
+    assert 'mqlite_topic_delivered_total{queue="theirs",topic="ev"} 1.0' in body
+    # A per-queue viewer sees the subscriptions of its queues, and their topics only.
+    queue_perms.GRANTS[("pq", "django_mqlite.view_queue")] = {"mine"}
+    body = per_queue.get(url("metrics/"), HTTP_ACCEPT="text/plain").content.decode()
+    assert 'mqlite_topic_published_total{topic="ev"} 2.0' in body
+    assert 'mqlite_topic_delivered_total{queue="mine",topic="ev"} 2.0' in body
+    assert "theirs" not in body and "hidden" not in body

@@ -14,9 +14,10 @@ from django.test.utils import CaptureQueriesContext
 
 import django_mqlite as mq
 from django_mqlite.engine import prepared
+from tests.support.features import lacks, requires
 
 pytestmark = pytest.mark.django_db(transaction=True)
-postgres_only = pytest.mark.skipif("connection.vendor != 'postgresql'")
+prepared_sends = requires("prepare")
 
 
 def sent(ctx: CaptureQueriesContext) -> list[str]:
@@ -33,8 +34,8 @@ def fresh_session() -> Iterator[None]:
     connection.close()
 
 
-@pytest.mark.skipif("connection.vendor != 'sqlite'", reason="SQLite has no PREPARE")
-def test_off_on_sqlite() -> None:
+@lacks("prepare")
+def test_off_where_the_database_has_no_prepare() -> None:
     assert not prepared.enabled("default")
     mq.create_queue("p")
     with CaptureQueriesContext(connection) as ctx:
@@ -42,7 +43,7 @@ def test_off_on_sqlite() -> None:
     assert not [q["sql"] for q in ctx.captured_queries if q["sql"].startswith("PREPARE")]
 
 
-@postgres_only
+@prepared_sends
 @pytest.mark.skipif(
     "connection.settings_dict.get('DISABLE_SERVER_SIDE_CURSORS')",
     reason="behind a transaction-pooling PgBouncer the send is never prepared (tested below)",
@@ -83,7 +84,7 @@ def _stored(queue: str) -> list[tuple[Any, ...]]:
     ]
 
 
-@postgres_only
+@prepared_sends
 @pytest.mark.skipif(
     "connection.settings_dict.get('DISABLE_SERVER_SIDE_CURSORS')",
     reason="forcing PREPARE through a transaction-pooling PgBouncer is what must not be done",
@@ -106,7 +107,7 @@ def test_the_prepared_send_stores_what_the_plain_statement_stores(clock: Any) ->
     assert len(_stored("on")) == 3
 
 
-@postgres_only
+@prepared_sends
 def test_off_behind_a_transaction_pooler(fresh_session: None) -> None:
     """DISABLE_SERVER_SIDE_CURSORS is Django's setting for a transaction-pooling
     PgBouncer, where the next transaction may run on a session that never saw the

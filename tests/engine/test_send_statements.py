@@ -12,6 +12,7 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 import django_mqlite as mq
+from tests.support.features import has, requires
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -64,13 +65,13 @@ def test_sends_in_a_transaction_need_no_savepoint_and_notify_once() -> None:
     sql = statements(ctx)
     assert len(sql) == 3 * expected_count(), sql
     assert not any("SAVEPOINT" in s for s in sql)
-    if connection.vendor == "postgresql":
+    if has("listen_notify"):
         notifies = [s for s in sql if is_notify(s)]
         assert len(notifies) == 2, sql  # one per queue, not one per send
     assert mq.stats("one").totals["enqueued"] == 2 and mq.stats("two").totals["enqueued"] == 1
 
 
-@pytest.mark.skipif("connection.vendor != 'postgresql'")
+@requires("listen_notify")
 def test_a_rolled_back_savepoint_takes_its_notify_along() -> None:
     """The NOTIFY of a send inside a savepoint that rolls back is discarded by the
     database; the next send in the transaction must NOTIFY again."""
@@ -88,7 +89,7 @@ def test_a_rolled_back_savepoint_takes_its_notify_along() -> None:
     assert [m.text() for m in mq.peek("one")] == ["kept"]
 
 
-@pytest.mark.skipif("connection.vendor != 'postgresql'")
+@requires("listen_notify")
 @pytest.mark.skipif(
     "os.environ.get('MQLITE_TEST_DB') == 'pgbouncer'",
     reason="LISTEN needs a session; through a transaction-pooling PgBouncer it hears nothing "
@@ -176,7 +177,7 @@ def test_the_counter_follows_every_insert_and_only_inserts() -> None:
     assert mq.stats("c").totals["redriven"] == 1
 
 
-@pytest.mark.skipif("connection.vendor != 'sqlite'")
+@requires("counting_trigger")
 def test_sqlite_counts_by_trigger_and_the_send_writes_no_counter() -> None:
     mq.create_queue("t")
     with CaptureQueriesContext(connection) as ctx:
@@ -271,7 +272,7 @@ def is_deferred(sql: str) -> bool:
     return "mqlite_send_deferred_" in sql or "set_config(" in sql
 
 
-@pytest.mark.skipif("connection.vendor != 'postgresql'")
+@requires("deferred_counts")
 def test_later_sends_in_a_transaction_leave_their_count_to_commit() -> None:
     """The transaction's first send to a queue writes its counter row; the next sends to
     that queue take the deferred statement, which does not touch the row (the deferred
@@ -286,7 +287,7 @@ def test_later_sends_in_a_transaction_leave_their_count_to_commit() -> None:
     assert mq.stats("one").totals["enqueued"] == 3 and mq.stats("two").totals["enqueued"] == 2
 
 
-@pytest.mark.skipif("connection.vendor != 'postgresql'")
+@requires("deferred_counts")
 def test_a_read_fires_the_deferred_counts_only_when_one_waits() -> None:
     """A read of the totals inside the transaction fires the deferred counts early
     (``SET CONSTRAINTS ... IMMEDIATE``, then ``DEFERRED``) only when a count waits, and
@@ -325,7 +326,7 @@ def test_a_transaction_wakes_each_queue_once_at_commit(monkeypatch: pytest.Monke
     assert sorted(woken) == ["one", "two"]
 
 
-@pytest.mark.skipif("connection.vendor != 'postgresql'")
+@requires("deferred_counts")
 def test_a_refused_send_leaves_no_count_marker_behind() -> None:
     """Only a send that wrote the queue's counter row marks the transaction as holding
     its deferred count: after a send to a queue that does not exist yet, the queue's

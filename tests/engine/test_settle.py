@@ -260,16 +260,16 @@ def test_every_verb_opens_its_cursor_inside_its_transaction(
     then; inside, it is the connection the transaction runs on."""
     from django.db import connections
 
-    from django_mqlite.engine import core
+    from django_mqlite.engine import databases
 
-    real = core.ctx
+    real = databases.ctx
     seen: list[bool] = []
 
     def ctx(alias: str) -> Any:
         seen.append(connections[alias].in_atomic_block)
         return real(alias)
 
-    monkeypatch.setattr(core, "ctx", ctx)
+    monkeypatch.setattr(databases, "ctx", ctx)
     mq.send_batch(q, [mq.OutMessage(i) for i in range(6)])
     ms = mq.receive(q, max_messages=6)
     seen.clear()

@@ -120,3 +120,29 @@ def test_the_largest_valid_filter_publishes() -> None:
         mq.create_queue(f"q{i}")
         mq.subscribe("t", f"q{i}", flt)
     assert mq.publish("t", "b", properties={f"p{i}": 3 for i in range(63)}) == 60
+
+
+def test_matching_queues_agrees_with_the_docs_table_in_one_topic() -> None:
+    """``mq.matching_queues`` (the admin's filter test) runs the same compiled SQL: every
+    example at once, one subscription per row, against each example's message."""
+    mq.create_topic("table")
+    for i, (flt, *_) in enumerate(EXAMPLES):
+        mq.create_queue(f"row{i:02d}")
+        mq.subscribe("table", f"row{i:02d}", flt)
+    for i, (_, subject, props, takes) in enumerate(EXAMPLES):
+        matched = mq.matching_queues("table", subject=subject, properties=props)
+        assert (f"row{i:02d}" in matched) == takes, (i, EXAMPLES[i], matched)
+        published = mq.publish("table", b"x", subject=subject, properties=props)
+        assert published == len(matched)  # and a publish reaches exactly those
+    assert mq.peek("row00") and mq.matching_queues("table", subject="nothing") != []
+
+
+def test_matching_queues_checks_its_input() -> None:
+    mq.create_topic("t")
+    with pytest.raises(mq.TopicNotFoundError):
+        mq.matching_queues("nope")
+    with pytest.raises(mq.InvalidArgumentError):
+        mq.matching_queues("t", properties=[1])  # type: ignore[arg-type]
+    with pytest.raises(mq.InvalidArgumentError):
+        mq.matching_queues("t", subject="a\x00")
+    assert mq.matching_queues("t") == []

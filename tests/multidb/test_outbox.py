@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from django.db import connection, transaction  # noqa: F401 - connection: the skipif conditions
+from django.db import transaction
 
 import django_mqlite as mq
 from tests.settings import SECOND
+from tests.support.features import requires
 
 from .conftest import BOTH, FAR, rows
 
@@ -62,7 +63,7 @@ def test_the_wake_up_waits_for_the_commit_of_the_queues_own_database(
     assert woken == [FAR]
 
 
-@pytest.mark.skipif("connection.vendor != 'postgresql'")
+@requires("deferred_counts", using=SECOND)
 @pytest.mark.django_db(databases=BOTH, transaction=True)
 def test_later_sends_on_the_second_database_leave_their_count_to_its_commit() -> None:
     """The deferred count (tests/engine/test_send_statements.py) works per database: the

@@ -3,7 +3,8 @@
 Hypothesis generates messages (lone surrogates, NUL, escape sequences, deep and
 non-finite JSON, odd content types, SQS attribute shapes valid and not, big-ish bodies)
 and writes each through one surface: Python ``send``/``send_batch``, the HTTP API
-(``body``, ``body_base64``, properties, batches), SQS ``SendMessage``/``SendMessageBatch``
+(``body``, ``body_base64``, properties, batches), a publish to a topic the queue is
+subscribed to (Python ``publish`` and the HTTP route), SQS ``SendMessage``/``SendMessageBatch``
 with attributes, ``mqlite send``, a Tasks enqueue. A write either succeeds or is refused
 with a typed error (an ``MQLiteError``, a 4xx, an SQS 400, a ``CommandError``); never a
 5xx or another exception. Then every stored message is read through every reading
@@ -173,6 +174,7 @@ class Harness:
     sqs: Any
     admin: Client
     queue: str = ""
+    topic: str = ""
     url: str = ""
     accepted: int = 0
     refused: list[str] = field(default_factory=list)
@@ -195,6 +197,30 @@ class Harness:
             self.accepted += len(mq.send_batch(self.queue, outs))
         except (mq.InvalidArgumentError, mq.MessageTooLargeError) as exc:
             self.refused.append(exc.code)
+
+    def python_publish(self, items: list[dict[str, Any]]) -> None:
+        """A publish to the harness's topic, whose one subscription is the queue."""
+        for fields in items:
+            f = unique(fields)
+            try:
+                self.accepted += mq.publish(self.topic, f.pop("body"), **f)
+            except (mq.InvalidArgumentError, mq.MessageTooLargeError) as exc:
+                self.refused.append(exc.code)
+
+    def http_publish(self, items: list[dict[str, Any]]) -> None:
+        for message in (self._http_message(f) for f in items):
+            if message is None:
+                continue
+            raw = json.dumps(message).encode("utf-8", "surrogatepass")
+            r = self.api.generic(
+                "POST", f"/mq/topics/{self.topic}/publish/", raw, content_type="application/json"
+            )
+            assert r.status_code < 500, r.content[:300]
+            assert r["Content-Type"].startswith("application/json"), r.content[:300]
+            if r.status_code == 201:
+                self.accepted += r.json()["reached"]
+            else:
+                self.refused.append(r.json()["code"])
 
     def _http_message(self, fields: dict[str, Any]) -> dict[str, Any] | None:
         f = unique(fields)
@@ -357,7 +383,19 @@ def assert_totals(queue: str, accepted: int, completed: int) -> None:
 
 writes = st.lists(
     st.tuples(
-        st.sampled_from(["send", "batch", "http", "http_batch", "sqs", "sqs_batch", "cli"]),
+        st.sampled_from(
+            [
+                "send",
+                "batch",
+                "http",
+                "http_batch",
+                "sqs",
+                "sqs_batch",
+                "cli",
+                "publish",
+                "http_publish",
+            ]
+        ),
         st.lists(messages(), min_size=1, max_size=3),
         sqs_attributes,
     ),
@@ -383,6 +421,9 @@ def test_every_written_message_reads_everywhere(
     h = Harness(api, sqs, admin_client)
     h.queue = f"xs{next(_unique)}"
     h.url = sqs.create_queue(QueueName=h.queue)["QueueUrl"]
+    h.topic = f"{h.queue}.events"
+    mq.create_topic(h.topic)
+    mq.subscribe(h.topic, h.queue)
     for surface, items, attrs in writes:
         if surface == "send":
             h.python_send(items)
@@ -390,6 +431,10 @@ def test_every_written_message_reads_everywhere(
             h.python_batch(items)
         elif surface in ("http", "http_batch"):
             h.http_send(items, batch=surface == "http_batch")
+        elif surface == "publish":
+            h.python_publish(items)
+        elif surface == "http_publish":
+            h.http_publish(items)
         elif surface in ("sqs", "sqs_batch"):
             h.sqs_send(items, attrs, batch=surface == "sqs_batch")
         else:

@@ -19,3 +19,10 @@ if task is not None:
     @task()
     def noop_task() -> None:
         return None
+
+    @task()
+    def record_task(enqueued_at: float | None = None) -> None:
+        """The broker scenario's task: record the start in Redis, as every peer's does."""
+        from benchmarks.brokers.record import started
+
+        started(enqueued_at)

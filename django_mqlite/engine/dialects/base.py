@@ -17,6 +17,9 @@ class Dialect:
     supports_skip_locked = False
     #: Producers can wake idle workers through the database (LISTEN/NOTIFY).
     has_listen_notify = False
+    #: Another connection's commit can be seen by polling a counter in the database file
+    #: (SQLite's ``PRAGMA data_version``): idle workers watch it (``listen.CommitWatcher``).
+    has_commit_counter = False
     #: Several processes may claim concurrently (row locks); otherwise writes are serialized.
     concurrent_writers = False
     #: The database adds to a queue's ``enqueued`` total on every insert into
@@ -27,6 +30,14 @@ class Dialect:
     defers_counts = False
     #: A statement may write in a CTE (``WITH m AS (INSERT ... RETURNING ...) ...``).
     writable_cte = False
+    #: A session can keep a parsed and planned statement (``PREPARE``/``EXECUTE``;
+    #: ``engine/prepared.py``).
+    supports_prepare = False
+    #: A JSON column keeps the text it is given (SQLite's TEXT) rather than parsing it
+    #: into a binary type that refuses what JSON cannot hold (PostgreSQL's jsonb).
+    json_is_text = False
+    #: The SQL type a body is cast to.
+    blob_type = "blob"
 
     def new_token_sql(self) -> str:
         """An expression producing a fresh random 128-bit token as 32 hex characters."""

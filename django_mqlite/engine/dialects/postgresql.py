@@ -15,6 +15,8 @@ class PostgreSQLDialect(Dialect):
     concurrent_writers = True
     defers_counts = True
     writable_cte = True
+    supports_prepare = True
+    blob_type = "bytea"
 
     def row_lock_sql(self, *, exclusive: bool) -> str:
         # KEY SHARE: publishers do not block each other; FOR UPDATE waits for them.

@@ -10,6 +10,8 @@ from .base import Dialect
 class SQLiteDialect(Dialect):
     vendor = "sqlite"
     counts_enqueued = True
+    has_commit_counter = True
+    json_is_text = True
 
     def new_token_sql(self) -> str:
         return "lower(hex(randomblob(16)))"

@@ -108,3 +108,10 @@ def chaos_task(i: int) -> int:
 
     time.sleep(0.01)
     return User.objects.count() + i
+
+
+@task(queue_name="tasks")
+def on_event(event: dict[str, Any]) -> Any:
+    """Subscribed to topics in tests/tasks/test_topics.py."""
+    RAN.append(event)
+    return event

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('django_mqlite', '0010_topics'),
+        ('django_mqlite', '0011_topic_plans_totals_tasks'),
     ]
 
     operations = [

@@ -1,0 +1,251 @@
+"""The broker peers beside django-mqlite: drain and pickup latency, every system with
+its own worker command at its documented defaults (``benchmarks.brokers.systems``).
+
+For each system, with the same N and the same task (it records its start in Redis:
+``benchmarks.brokers.record``):
+
+- ``brokers_drain``: N tasks enqueued through the system's own API (unmeasured), then
+  its worker started; the clock runs from starting the worker until the N-th task has
+  recorded its start (start-up included). CPU per task is the worker's whole process
+  tree (its children and the children they reaped), sampled at that moment.
+- ``brokers_drain_steady``: the same run, start-up excluded the same way for every
+  system: the counter is polled every 5 ms, and the rate is the tasks recorded between
+  its first and last observed change over the time between them.
+- ``pickup``: a warm, idle worker; one task every 50 ms, each carrying the wall time it
+  was enqueued at; p50/p95/p99 of start minus enqueue, in milliseconds.
+
+A system whose service (Redis, RabbitMQ, PostgreSQL) does not answer is skipped with
+that reason. procrastinate runs on PostgreSQL only and is measured in the PostgreSQL run.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+from ..brokers import record
+from ..brokers.systems import System, down, purge_amqp, systems
+from ..harness import ROOT, Context, rate, reset, skipped, summary
+
+POLL_S = 0.005
+PICKUP_EVERY_S = 0.05
+
+
+def _env(system: System) -> dict[str, str]:
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    return {**os.environ, "PYTHONPATH": path, **system.env}
+
+
+def _empty(system: System) -> None:
+    record.reset()
+    if "amqp" in system.needs:
+        purge_amqp()
+    if system.name == "mqlite":
+        reset()
+    if system.name == "procrastinate":
+        _procrastinate_ready(truncate=True)
+
+
+def _procrastinate_ready(*, truncate: bool = False) -> None:
+    """procrastinate's database with its schema applied (once), its jobs emptied."""
+    import psycopg
+
+    from ..brokers.apps.procrastinate_app import DSN
+
+    base, name = DSN.rsplit("/", 1)
+    with psycopg.connect(f"{base}/postgres", autocommit=True) as c:
+        if not c.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
+            c.execute(f'CREATE DATABASE "{name}"')
+    with psycopg.connect(DSN, autocommit=True) as c:
+        exists = c.execute("SELECT to_regclass('procrastinate_jobs')").fetchone()
+        if exists is None or exists[0] is None:
+            subprocess.run(  # noqa: S603 - the peer's own command
+                [*systems("postgres")[-1].worker[:2], "schema", "--apply"],
+                env=_env(systems("postgres")[-1]),
+                check=True,
+                capture_output=True,
+            )
+        if truncate:
+            c.execute("TRUNCATE procrastinate_jobs CASCADE")
+
+
+def _produce(system: System, n: int, every: float = 0.0) -> subprocess.Popen[bytes]:
+    cmd = [sys.executable, "-m", "benchmarks.brokers.produce", system.name, str(n)]
+    if every:
+        cmd += ["--every", str(every)]
+    return subprocess.Popen(cmd, env=_env(system), stdout=subprocess.DEVNULL)  # noqa: S603
+
+
+class Worker:
+    """The system's worker process, in a session of its own (stopped as a group)."""
+
+    def __init__(self, system: System) -> None:
+        self.err = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(  # noqa: S603 - the system's own worker command
+            system.worker,
+            env=_env(system),
+            stdout=subprocess.DEVNULL,
+            stderr=self.err,
+            start_new_session=True,
+        )
+
+    def cpu_s(self) -> float:
+        """CPU seconds of the worker's process tree so far, reaped children included."""
+        import psutil
+
+        root = psutil.Process(self.proc.pid)
+        total = 0.0
+        for p in [root, *root.children(recursive=True)]:
+            try:
+                t = p.cpu_times()
+            except psutil.NoSuchProcess:
+                continue
+            total += t.user + t.system + t.children_user + t.children_system
+        return total
+
+    def check_alive(self) -> None:
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"{self.proc.args!r} exited {self.proc.returncode}: {self.tail()}")
+
+    def tail(self) -> str:
+        self.err.seek(0)
+        return self.err.read().decode(errors="replace")[-2000:]
+
+    def stop(self) -> None:
+        """SIGTERM to the group (each system's documented warm shutdown), then SIGKILL."""
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(10)
+        self.err.close()
+
+
+def _wait_for(worker: Worker, count: int, timeout_s: float, seen: list[tuple[float, int]]) -> None:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        done = record.done()
+        if not seen or done != seen[-1][1]:
+            seen.append((time.perf_counter(), done))
+        if done >= count:
+            return
+        worker.check_alive()
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{worker.proc.args!r}: {done} of {count} in {timeout_s}s")
+        time.sleep(POLL_S)
+
+
+def _drain(system: System, n: int, steady: list[float]) -> tuple[float, float]:
+    _empty(system)
+    producer = _produce(system, n)
+    if producer.wait(900) != 0:
+        raise RuntimeError(f"{system.name}: enqueueing {n} failed")
+    if record.done():
+        raise RuntimeError(f"{system.name}: tasks ran before the worker started")
+    seen: list[tuple[float, int]] = []
+    start = time.perf_counter()
+    worker = Worker(system)
+    try:
+        _wait_for(worker, n, 900, seen)
+        seconds = time.perf_counter() - start
+        cpu = worker.cpu_s()
+    finally:
+        worker.stop()
+    changes = [s for s in seen if s[1] > 0]
+    if len(changes) >= 2:
+        (t0, d0), (t1, d1) = changes[0], changes[-1]
+        steady.append(rate(d1 - d0, t1 - t0))
+    return rate(n, seconds), cpu / n * 1e6
+
+
+def _pickup_once(system: System, samples: int) -> list[float]:
+    """One pickup run: the latencies (ms) of ``samples`` tasks, one every 50 ms, into
+    a warm, idle worker."""
+    _empty(system)
+    worker = Worker(system)
+    try:
+        # Warm: the worker has started and run one task before the clock matters.
+        _produce(system, 1, PICKUP_EVERY_S).wait(120)
+        _wait_for(worker, 1, 120, [])
+        time.sleep(1.0)  # idle, as a worker between bursts is
+        producer = _produce(system, samples, PICKUP_EVERY_S)
+        _wait_for(worker, samples + 1, samples * PICKUP_EVERY_S + 120, [])
+        producer.wait(60)
+    finally:
+        worker.stop()
+    ms = [v * 1000 for v in record.latencies()[1:]]
+    if len(ms) != samples:
+        raise RuntimeError(f"{system.name}: {len(ms)} latencies of {samples}")
+    return ms
+
+
+def _percentile(ordered: list[float], p: float) -> float:
+    return ordered[min(len(ordered) - 1, int(len(ordered) * p))]
+
+
+def _pickup(ctx: Context, system: System, samples: int) -> dict[str, Any]:
+    """The median of each repeat's p50, with p50/p95/p99 over every latency measured."""
+    medians: list[float] = []
+    everything: list[float] = []
+    for _ in range(ctx.repeat):
+        ms = sorted(_pickup_once(system, samples))
+        medians.append(_percentile(ms, 0.5))
+        everything += ms
+    everything.sort()
+    return summary(
+        medians,
+        "ms",
+        n=samples,
+        p50=_percentile(everything, 0.5),
+        p95=_percentile(everything, 0.95),
+        p99=_percentile(everything, 0.99),
+        every_ms=PICKUP_EVERY_S * 1000,
+    )
+
+
+def brokers(ctx: Context) -> dict[str, Any]:
+    """Every system's drain, the systems alternated within each repeat (so a change in
+    the machine's load falls on all of them alike), then every system's pickup."""
+    n = ctx.size("brokers")
+    samples = ctx.size("pickup")
+    out: dict[str, Any] = {}
+    live = []
+    for system in systems(ctx.db):
+        why = down(system)
+        if why is None:
+            live.append(system)
+            continue
+        for key in ("brokers_drain", "brokers_drain_steady", "pickup"):
+            out[f"{system.name}.{key}"] = skipped(why)
+    if any(s.name == "procrastinate" for s in live):
+        _procrastinate_ready()
+    rates: dict[str, list[float]] = {s.name: [] for s in live}
+    cpus: dict[str, list[float]] = {s.name: [] for s in live}
+    steady: dict[str, list[float]] = {s.name: [] for s in live}
+    for _ in range(ctx.repeat):
+        for system in live:
+            r, cpu = _drain(system, n, steady[system.name])
+            rates[system.name].append(r)
+            cpus[system.name].append(cpu)
+    for system in live:
+        out[f"{system.name}.brokers_drain"] = summary(
+            rates[system.name],
+            "tasks/s",
+            n=n,
+            cpu_us_per_msg=statistics.median(cpus[system.name]),
+        )
+        st = steady[system.name]
+        out[f"{system.name}.brokers_drain_steady"] = (
+            summary(st, "tasks/s", n=n) if st else skipped("too fast to observe two changes")
+        )
+    for system in live:
+        out[f"{system.name}.pickup"] = _pickup(ctx, system, samples)
+    return out

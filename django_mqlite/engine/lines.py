@@ -1,0 +1,81 @@
+"""Ordered lines: the messages of a group (or of a whole strict-FIFO queue) wait in one
+line, and only its earliest live message is unblocked (claimable).
+
+``order_key_for`` says which line a new message joins; ``lock_lines`` serializes the
+writers of a line; ``release_lines`` unblocks a line's earliest live message after the
+line changed. Live means one of ``LIVE_SQL``'s states: a live message holds its line."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from django.db.backends.utils import CursorWrapper
+
+from .dialects import Dialect
+from .rows import QueueRow
+from .types import Ordering
+
+LIVE_SQL = "('active', 'locked', 'deferred', 'scheduled')"
+
+
+def order_key_for(queue: QueueRow, group_id: str | None) -> str | None:
+    """The line a new message waits in: its group, the whole queue, or none."""
+    if queue.ordering == Ordering.STRICT_FIFO:
+        return ""
+    return group_id
+
+
+def lock_lines(cursor: CursorWrapper, dialect: Dialect, queue_id: int, keys: Iterable[str]) -> None:
+    """Serialize writers of the same lines (sorted, so two writers never deadlock).
+
+    On databases with concurrent writers, "is there an earlier live message?" (asked by
+    a send) and "who is the line's next message?" (asked when a head leaves) must not run
+    side by side, or each could miss the other's uncommitted row and leave a line with
+    no claimable head. Where writes are serialized anyway this is a no-op.
+    """
+    sql = dialect.lock_group_sql()
+    if sql is None:
+        return
+    for key in sorted(set(keys)):
+        cursor.execute(sql, [f"mqlite:{queue_id}:{key}"])
+
+
+# Unblock a line's earliest live message, unless the line already has an unblocked one.
+# Idempotent: safe to run for any line after any change to it. ``blocked = 1`` (not a
+# bare ``blocked``) so both lookups are equality seeks on mqlite_msg_line.
+def release_sql(dialect: Dialect) -> str:
+    line = f"FROM mqlite_message {dialect.index_hint('mqlite_msg_line')}"
+    return (
+        "UPDATE mqlite_message SET blocked = 0 WHERE seq = ("
+        f" SELECT seq {line}"
+        f" WHERE queue_id = %s AND order_key = %s AND state IN {LIVE_SQL} AND blocked = 1"
+        " ORDER BY seq LIMIT 1"
+        ") AND NOT EXISTS ("
+        f" SELECT 1 {line}"
+        f" WHERE queue_id = %s AND order_key = %s AND state IN {LIVE_SQL} AND blocked = 0"
+        ")"
+    )
+
+
+def release_lines(
+    cursor: CursorWrapper, dialect: Dialect, queue_id: int, keys: Iterable[str | None]
+) -> None:
+    """After a line changed (a message left it, or rejoined it blocked), make sure its
+    earliest live message is claimable."""
+    todo = sorted({k for k in keys if k is not None})
+    if not todo:
+        return
+    lock_lines(cursor, dialect, queue_id, todo)
+    for key in todo:
+        cursor.execute(release_sql(dialect), [queue_id, key, queue_id, key])
+
+
+def release_by_queue(
+    cursor: CursorWrapper, dialect: Dialect, pairs: Iterable[tuple[int, str | None]]
+) -> None:
+    by_queue: dict[int, set[str]] = {}
+    for queue_id, key in pairs:
+        if key is not None:
+            by_queue.setdefault(queue_id, set()).add(key)
+    for queue_id, keys in by_queue.items():
+        release_lines(cursor, dialect, queue_id, keys)

@@ -1,0 +1,94 @@
+"""Tasks that subscribe to topics: ``mq.subscribe_task(topic, task, filter=None)``.
+
+A queue that a Tasks backend serves runs only envelopes its backend signed, so a publish
+cannot put copies of a message there (any body could name any code). Instead a task
+subscribes: the subscription records the task's dotted path on the task's queue, and
+each publish its filter takes is **enqueued as a call of that task** by the Tasks
+backend, exactly as ``task.enqueue`` would (the signed envelope, the task's timeout and
+priority, ``get_result``), in the publisher's transaction. The call's one argument is
+the event: ``{"topic": ..., "subject": ..., "properties": ..., "body": ...}``, the body
+as its JSON value (a JSON body decoded, a text body as a string; a binary body cannot
+be a task argument and fails the publish with ``InvalidArgumentError``, nothing written).
+
+A plain subscription (``mq.subscribe``) of a Tasks queue is refused with a pointer
+here; over HTTP, a topic with a task subscription is published only when its queue is
+listed in ``MQLITE["OPEN_TASK_QUEUES"]`` (the rule of a remote send to that queue).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..engine import topics
+from ..engine.rendering import body_view
+from ..engine.types import OutMessage, Subscription
+from ..exceptions import InvalidArgumentError
+
+
+def subscribe_task(
+    topic: str, task: Any, filter: Any = None, *, using: str | None = None
+) -> Subscription:
+    """Subscribe ``task`` (a Task, or its dotted path) to ``topic``: each publish that
+    ``filter`` takes enqueues ``task(event)`` on the task's queue. Replaces the queue's
+    subscription to the topic if it has one (one task per queue and topic)."""
+    from .backend import MQLiteBackend
+    from .compat import task_backends
+    from .envelope import resolve
+
+    path = task if isinstance(task, str) else getattr(task, "module_path", None)
+    found = resolve(path) if isinstance(path, str) else None
+    if found is None:
+        raise InvalidArgumentError(f"{str(path)[:200]!r} is not a task of this project")
+    backend = task_backends[found.backend] if found.backend in task_backends.settings else None
+    if not isinstance(backend, MQLiteBackend) or found.queue_name not in backend.queues:
+        raise InvalidArgumentError(
+            f"task {path!r} runs on Tasks backend {found.backend!r}, which is no "
+            f"django-mqlite backend serving queue {found.queue_name!r}"
+        )
+    return topics.subscribe(topic, found.queue_name, filter, using=using, task=found.module_path)
+
+
+def event(topic: str, msg: OutMessage) -> dict[str, Any]:
+    """The argument a task subscription's task is called with."""
+    body = msg.body
+    if isinstance(body, bytes | bytearray | memoryview):
+        view = body_view(bytes(body), msg.content_type)
+        body = view.value
+        if view.kind == "binary":
+            raise InvalidArgumentError(
+                f"topic {topic!r} has a task subscription: a task argument is JSON, and "
+                "this body is binary"
+            )
+    return {"topic": topic, "subject": msg.subject, "properties": msg.properties, "body": body}
+
+
+class Delivery:
+    """``engine.topics.TaskDelivery`` for this project's Tasks backends."""
+
+    def refusal(self, queue: str) -> str | None:
+        from ..permissions import task_queue_names
+
+        if queue not in task_queue_names():
+            return None
+        return (
+            f"queue {queue!r} runs Django tasks and takes no copies of published messages; "
+            "subscribe a task of it with mq.subscribe_task(topic, task, filter)"
+        )
+
+    def deliver(self, topic: str, task: str, msg: OutMessage, using: str) -> None:
+        from .compat import InvalidTaskError
+        from .envelope import resolve
+
+        found = resolve(task)
+        if found is None:
+            raise InvalidArgumentError(
+                f"task {task[:200]!r} of a subscription to {topic!r} is not a task of this project"
+            )
+        try:
+            found.enqueue(event(topic, msg))
+        except (InvalidTaskError, TypeError, ValueError) as exc:
+            raise InvalidArgumentError(f"task {task[:200]!r}: {exc}"[:500]) from None
+
+
+def install() -> None:
+    topics.task_delivery = Delivery()

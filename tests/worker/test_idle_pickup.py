@@ -1,0 +1,88 @@
+"""An idle worker notices a send from another process within milliseconds, without
+claiming in a loop: through NOTIFY on PostgreSQL, through the commit counter
+(``listen.CommitWatcher``, ``PRAGMA data_version``) on SQLite.
+
+A send in this process also wakes its waiters directly (``send_one.Wake``); the tests
+turn that off, so the only way the worker can hear of the send is the way a worker in
+another process does. The worker's poll is held at one second, so a worker that only
+polled would take half a second on average."""
+
+from __future__ import annotations
+
+import random
+import statistics
+import threading
+import time
+from typing import Any
+
+import pytest
+
+import django_mqlite as mq
+from django_mqlite.consumers import Registry
+from django_mqlite.engine import listen, send_one, wakeup
+from django_mqlite.worker import Worker, runner
+
+from ..procs import wait_for
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_an_idle_worker_starts_another_process_s_send_within_milliseconds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(send_one.Wake, "__call__", lambda self: None)
+    monkeypatch.setattr(runner, "IDLE_MIN_S", 1.0)
+    mq.create_queue("idle")
+    started: dict[int, float] = {}
+    registry = Registry()
+    registry.register("idle", lambda msg: started.setdefault(int(msg.body), time.monotonic()))
+    worker = Worker(["idle"], reaper=False, install_signals=False, registry=registry)
+    thread = threading.Thread(target=worker.run)
+    thread.start()
+    latencies = []
+    try:
+        rng = random.Random(5)
+        for i in range(7):
+            time.sleep(rng.uniform(0.2, 0.6))  # any phase of the worker's 1 s poll
+            sent = time.monotonic()
+            mq.send("idle", i)
+            wait_for(lambda i=i: i in started, timeout=10, every=0.005, what=f"message {i}")
+            latencies.append(started[i] - sent)
+    finally:
+        worker.stop()
+        thread.join(30)
+    # Polling alone: uniform over the 1 s wait, a median near 0.5 s.
+    assert statistics.median(latencies) < 0.15, latencies
+
+
+def test_the_commit_watcher_wakes_on_another_connection_s_commit_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    path = listen.watched_file("default")
+    if path is None:
+        pytest.skip("the database has no commit counter to watch (NOTIFY wakes workers)")
+    monkeypatch.setattr(send_one.Wake, "__call__", lambda self: None)
+    mq.create_queue("watched")
+    watcher = listen.CommitWatcher(path, ["watched"])
+    watcher.start()
+    try:
+        assert watcher.watching.wait(5)
+        before = wakeup.generation("watched")
+        time.sleep(0.1)
+        assert wakeup.generation("watched") == before  # nothing committed: no wake-up
+        mq.send("watched", "x")
+        assert wakeup.wait("watched", 2.0, since=before)
+    finally:
+        watcher.stop()
+    assert not watcher.is_alive()
+
+
+def test_a_worker_on_an_in_memory_database_has_nothing_to_watch(settings: Any) -> None:
+    from django.db import connections
+
+    name = connections["default"].settings_dict["NAME"]
+    try:
+        connections["default"].settings_dict["NAME"] = ":memory:"
+        assert listen.watched_file("default") is None
+    finally:
+        connections["default"].settings_dict["NAME"] = name
