@@ -30,6 +30,11 @@ class LockLostError(MQLiteError):
     code = "lock_lost"
 
 
+class MessageGoneError(LockLostError):
+    """The message is no longer in its queue and no settlement of it by this verb is on
+    record (raised only by a settlement made with ``lapsed=True``)."""
+
+
 class DedupConflictError(MQLiteError):
     """A message with this message_id but a different body was sent within the dedup window."""
 

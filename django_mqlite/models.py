@@ -91,6 +91,10 @@ class Message(models.Model):
     dead_letter_reason = models.CharField(max_length=128, null=True, blank=True)
     dead_letter_description = models.TextField(null=True, blank=True)
     dead_lettered_at = models.BigIntegerField(null=True, blank=True)
+    # A dead letter forwarded here (``forward_dead_letters_to``): the queue it came from
+    # and the deliveries it had before (there and on earlier forwards); both NULL else.
+    forwarded_from = models.CharField(max_length=80, null=True, blank=True)
+    forwarded_deliveries = models.IntegerField(null=True, blank=True)
     last_error = models.TextField(null=True, blank=True)
     completed_at = models.BigIntegerField(null=True, blank=True)
     result = models.JSONField(null=True, blank=True)

@@ -66,6 +66,7 @@ async def areceive(
     attempt_scope: str | None = None,
     max_bytes: int | None = None,
     using: str | None = None,
+    group_batch: bool = False,
 ) -> list[Received]:
     """The async twin of ``receive``. ``wait`` long-polls without blocking the event loop."""
     args = check_receive(
@@ -78,6 +79,7 @@ async def areceive(
         attempt_scope=attempt_scope,
         max_bytes=max_bytes,
         using=using,
+        group_batch=group_batch,
     )
     wait_s = args.wait_ms / 1000
     claim_once = sync_to_async(functools.partial(claim, args), thread_sensitive=True)

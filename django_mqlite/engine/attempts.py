@@ -68,6 +68,7 @@ def replay(
     by_seq = {seq: token for seq, token in items}
     cursor.execute(
         f"SELECT {MESSAGE_COLUMNS} FROM mqlite_message WHERE queue_id = %s "
+        "AND state = 'locked' "  # a returned row keeps its token (``reclaim_sql``)
         f"AND seq IN ({batches.placeholders(len(by_seq))})",
         [q.id, *by_seq],
     )

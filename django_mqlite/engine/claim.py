@@ -17,6 +17,15 @@ and always the first: a running sum over the picked candidates, in the same stat
 What does not fit is never touched, so it stays active with its delivery uncounted, and
 no surface loads or renders bodies it would then have to trim. Every argument is checked
 (``check_receive``) before anything touches the database.
+
+A group batch (``group_batch=True``, what the SQS endpoint asks of a FIFO queue, as SQS
+returns as many messages of one group as it can): on a ``group_fifo`` queue with no rate
+or in-flight limit, each head the claim picks brings the messages that follow it in its
+group, in order, as long as they are active (a parked, deferred or locked one ends the
+run), the groups taken whole in claim order up to ``max_messages``. The followers stay
+``blocked``, so the line's rule is unchanged: when the head leaves, the next becomes its
+head; when the batch's leases run out, the head is claimable first again. Any other
+queue, or a receive that does not ask, runs the plain claim above.
 """
 
 from __future__ import annotations
@@ -45,9 +54,10 @@ from . import (
 )
 from .clock import from_ms, now_ms
 from .dialects import Dialect
+from .group_batch import group_pick
 from .received import Received
 from .rows import MESSAGE_COLUMNS, MessageRow, QueueRow, columns, load_queue, message_fields
-from .types import Mode
+from .types import Mode, Ordering
 
 # A long-poll's fallback: between wake-ups (a send in this process, or NOTIFY) it polls
 # after 10 ms, doubling up to half a second.
@@ -133,23 +143,36 @@ CLAIM = {
 CLAIM_AND_DELETE = "DELETE FROM mqlite_message WHERE seq IN ({pick}) RETURNING {columns}"
 
 _CLAIMED_COLUMNS = columns(ClaimedRow)
-#: A deleted row counts the delivery it is handed out for (nothing writes it back).
-_DELETED_COLUMNS = _CLAIMED_COLUMNS.replace("delivery_count", "delivery_count + 1")
+#: A deleted row counts the delivery it is handed out for (nothing writes it back), and
+#: is handed out with no lease (an active row may still hold a lapsed lease's token).
+_DELETED_COLUMNS = (
+    _CLAIMED_COLUMNS.replace("delivery_count", "delivery_count + 1")
+    .replace("lock_token", "NULL AS lock_token")
+    .replace("locked_until", "NULL AS locked_until")
+)
 
-_claim_sql: dict[tuple[str, bool, str, bool], str] = {}
+_claim_sql: dict[tuple[str, bool, str, bool, bool], str] = {}
 
 
 def _claim_statement(
-    dialect: Dialect, delete: bool, limit: str = "%s", budgeted: bool = False
+    dialect: Dialect,
+    delete: bool,
+    limit: str = "%s",
+    budgeted: bool = False,
+    groups: bool = False,
 ) -> str:
     """The vendor's ``CLAIM`` (or ``CLAIM_AND_DELETE``) over its ``PICK`` with the
     pick's ``{limit}``: a parameter, or for a queue with a rate or in-flight limit the
     budget subquery of ``limits.budget``; ``budgeted`` narrows the pick to the byte
-    budget (one more parameter, after the pick's)."""
-    key = (dialect.vendor, delete, limit, budgeted)
+    budget (one more parameter, after the pick's); ``groups`` makes it a group batch
+    (``group_pick``: the pick's rows become the heads)."""
+    key = (dialect.vendor, delete, limit, budgeted, groups)
     sql = _claim_sql.get(key)
     if sql is None:
         pick = PICK[dialect.vendor].format(limit=limit)
+        if groups:
+            heads = pick.replace("SELECT seq FROM", "SELECT seq, order_key, priority FROM", 1)
+            pick = group_pick(dialect, heads)
         if budgeted:
             pick = fitting(dialect, pick, "priority DESC, seq")
         if delete:
@@ -212,6 +235,7 @@ class ReceiveArgs:
     worker_id: int | None
     max_bytes: int | None
     alias: str
+    group_batch: bool = False
 
 
 def check_receive(
@@ -226,6 +250,7 @@ def check_receive(
     max_bytes: int | None = None,
     worker_id: int | None = None,
     using: str | None = None,
+    group_batch: bool = False,
 ) -> ReceiveArgs:
     """Every argument of a receive checked (``InvalidArgumentError`` otherwise), before
     anything is claimed. ``receive`` and ``areceive`` call it first; nothing about a
@@ -253,6 +278,7 @@ def check_receive(
         worker_id=worker_id,
         max_bytes=max_bytes,
         alias=databases.alias_of(using, queue),
+        group_batch=bool(group_batch),
     )
 
 
@@ -268,6 +294,7 @@ def receive(
     max_bytes: int | None = None,
     worker_id: int | None = None,
     using: str | None = None,
+    group_batch: bool = False,
 ) -> list[Received]:
     """Claim up to ``max_messages`` (≤ 256) messages in one transaction.
 
@@ -276,6 +303,8 @@ def receive(
     bounds the batch by the stored size of its bodies and properties (plus
     ``FIELDS_BYTES`` a message); the first message is always claimed. ``attempt_id`` is
     private to ``attempt_scope`` (a surface passes its caller; see ``attempts``).
+    ``group_batch`` asks for a group batch (see the module's docstring): for a consumer
+    that handles a batch in order, as an SQS FIFO client does.
     """
     args = check_receive(
         queue,
@@ -288,6 +317,7 @@ def receive(
         max_bytes=max_bytes,
         worker_id=worker_id,
         using=using,
+        group_batch=group_batch,
     )
     deadline = time.monotonic() + args.wait_ms / 1000
     delay = POLL_FIRST_S
@@ -323,11 +353,20 @@ def claim(args: ReceiveArgs) -> list[Received]:
         delete = args.mode is Mode.RECEIVE_AND_DELETE
         limit: str = "%s"
         budget: list[int] = [args.max_messages]
+        groups = (
+            args.group_batch
+            and args.max_messages > 1
+            and q.ordering == Ordering.GROUP_FIFO
+            and not q.limited
+        )
         if q.limited:
             limit, budget = limits.budget(cursor, dialect, q, now, args.max_messages)
+        if groups:
+            n = args.max_messages
+            budget = [n, q.id, n - 2, q.id, q.id, now, n]
         if args.max_bytes is not None:
             budget = [*budget, args.max_bytes]
-        sql = _claim_statement(dialect, delete, limit, args.max_bytes is not None)
+        sql = _claim_statement(dialect, delete, limit, args.max_bytes is not None, groups)
         if delete:
             cursor.execute(sql, [q.id, now, *budget])
         else:

@@ -13,7 +13,10 @@ function that decides what a burial entails:
   ``expired``), so ``dead_lettered == exhausted + rejected + TTL dead-letters`` holds;
 - when the queue names a ``forward_dead_letters_to`` that exists, the message moves
   there at once as an active message (delivery count reset), counted as redriven on
-  the source and enqueued on the target. A target that no longer exists leaves it here.
+  the source and enqueued on the target, and it keeps where it came from and the
+  deliveries it had (``forwarded_from``, ``forwarded_deliveries``: what SQS shows as
+  ``DeadLetterQueueSourceArn`` and a receive count that keeps counting). A target that
+  no longer exists leaves it here.
 """
 
 from __future__ import annotations
@@ -70,7 +73,8 @@ def buried(
     for q in sources:
         target = _target(cursor, q)
         if target is not None:
-            for seq in move_rows(cursor, dialect, q, target, sorted(per_queue[q.id])):
+            moved = move_rows(cursor, dialect, q, target, sorted(per_queue[q.id]), forward=True)
+            for seq in moved:
                 out[seq] = target.name
     return out
 
@@ -99,11 +103,19 @@ def _target(cursor: CursorWrapper, source: QueueRow) -> QueueRow | None:
 
 
 def move_rows(
-    cursor: CursorWrapper, dialect: Dialect, source: QueueRow, target: QueueRow, seqs: list[int]
+    cursor: CursorWrapper,
+    dialect: Dialect,
+    source: QueueRow,
+    target: QueueRow,
+    seqs: list[int],
+    *,
+    forward: bool = False,
 ) -> list[int]:
     """Make these dead letters of ``source`` active messages of ``target`` (which may be
     ``source``): delivery count reset, back in their lines. Redrive and forwarding both
-    move rows with this. Returns the seqs moved."""
+    move rows with this; a forward (``forward``) records the source and adds the
+    deliveries made there to ``forwarded_deliveries``, a redrive clears both. Returns
+    the seqs moved."""
     now = now_ms()
     strict = target.ordering == Ordering.STRICT_FIFO
     expires = None if target.default_ttl_ms is None else now + target.default_ttl_ms
@@ -111,12 +123,23 @@ def move_rows(
         "UPDATE mqlite_message SET state = 'active', queue_id = %s, delivery_count = 0, "
         "visible_at = %s, expires_at = %s, dead_letter_reason = NULL, "
         "dead_letter_description = NULL, dead_lettered_at = NULL, "
-        f"order_key = {'%s' if strict else 'group_id'}, "
+        + (
+            "forwarded_from = %s, "
+            "forwarded_deliveries = COALESCE(forwarded_deliveries, 0) + delivery_count, "
+            if forward
+            else "forwarded_from = NULL, forwarded_deliveries = NULL, "
+        )
+        + f"order_key = {'%s' if strict else 'group_id'}, "
         f"blocked = {'1' if strict else 'CASE WHEN group_id IS NULL THEN 0 ELSE 1 END'} "
         "WHERE queue_id = %s AND state = 'dead_lettered' "
         f"AND seq IN ({batches.placeholders(len(seqs))}) "
         "RETURNING seq, order_key",
-        [target.id, now, expires, *([""] if strict else []), source.id, *seqs],
+        [
+            *(target.id, now, expires),
+            *([source.name] if forward else []),
+            *([""] if strict else []),
+            *(source.id, *seqs),
+        ],
     )
     rows = cursor.fetchall()
     # Moved rows rejoin their lines blocked; the line's head is then re-established.

@@ -47,14 +47,19 @@ def _repeat(alias: str, step: Callable[[CursorWrapper, Dialect, int], int]) -> i
 def reclaim_sql(dialect: Dialect, pick_where: str, index: str) -> str:
     """Return expired/orphaned locks to active, or dead-letter them when that was the
     message's last allowed delivery: the same rule for lease expiry and dead workers, so
-    a crash never buys an extra delivery."""
+    a crash never buys an extra delivery.
+
+    A row returned to ``active`` keeps its lock token until the next claim replaces it:
+    that is how a lapsed settlement (``settle``, SQS's receipt handles) knows that no
+    other receive took the message since. Nothing else reads the token of an active row."""
     max_sql = (
         "(SELECT q.max_delivery_count FROM mqlite_queue q WHERE q.id = mqlite_message.queue_id)"
     )
     return (
         f"UPDATE mqlite_message SET "
         f"state = CASE WHEN delivery_count >= {max_sql} THEN 'dead_lettered' ELSE 'active' END, "
-        "lock_token = NULL, locked_until = NULL, locked_by = NULL, visible_at = %s, "
+        f"lock_token = CASE WHEN delivery_count >= {max_sql} THEN NULL ELSE lock_token END, "
+        "locked_until = NULL, locked_by = NULL, visible_at = %s, "
         f"dead_letter_reason = CASE WHEN delivery_count >= {max_sql} "
         f"THEN '{EXHAUSTED_REASON}' ELSE dead_letter_reason END, "
         f"dead_lettered_at = CASE WHEN delivery_count >= {max_sql} THEN %s "

@@ -76,3 +76,20 @@ def replayed(
         [verb, now, *seqs],
     )
     return {row[0] for row in cursor.fetchall() if tuple(row) in wanted}
+
+
+def settled(
+    cursor: CursorWrapper, queue_id: int, verb: str, requests: Iterable[Request], now: int
+) -> set[int]:
+    """The seqs of ``requests`` settled by ``verb`` with the same arguments under any
+    token (a live receipt): what a lapsed settlement tells from a message that is gone."""
+    wanted = {(seq, _key(queue_id, args)) for seq, _, args in requests}
+    if not wanted:
+        return set()
+    seqs = sorted({seq for seq, _ in wanted})
+    cursor.execute(
+        "SELECT seq, args FROM mqlite_receipt WHERE verb = %s AND expires_at > %s "
+        f"AND seq IN ({batches.placeholders(len(seqs))})",
+        [verb, now, *seqs],
+    )
+    return {row[0] for row in cursor.fetchall() if tuple(row) in wanted}

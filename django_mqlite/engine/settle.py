@@ -18,6 +18,17 @@ rows to guess. A single call is the batch of one: ``complete``, ``abandon``, ``r
 settlement makes goes through ``dead_letters.buried`` (counted, and forwarded to the
 queue's ``forward_dead_letters_to``).
 
+A lapsed lease (``lapsed=True`` on complete, abandon and renew; what the SQS endpoint
+passes, since a receipt handle outlives its visibility timeout there): the settlement
+also acts when the lease ran out but no claim has happened since, i.e. the presented
+token is still the row's token (a locked row past its deadline, or a row the lease-expiry
+rule returned to ``active``, which keeps the token until the next claim). A later claim
+writes a new token, so an old handle still never touches what another receive holds.
+The Python API and the HTTP API never pass it: for them a lapsed lease is
+``LockLostError`` (SPEC §2). A lapsed settlement also tells ``gone`` (``MessageGoneError``
+for a single call) from ``stale``: the message is no longer in the queue and no
+settlement of this verb of it, by any token, is on record (purged, expired, moved).
+
 Each settlement opens its cursor inside its transaction: a thread whose connection
 broke gets a fresh one from Django there, instead of failing on the old cursor.
 """
@@ -31,8 +42,8 @@ from typing import Any
 from django.db import transaction
 from django.db.backends.utils import CursorWrapper
 
-from ..exceptions import InvalidArgumentError, LockLostError
-from . import arguments, canonical_json, databases, heartbeat, lines, receipts, totals
+from ..exceptions import InvalidArgumentError, LockLostError, MessageGoneError
+from . import arguments, batches, canonical_json, databases, heartbeat, lines, receipts, totals
 from .clock import from_ms, now_ms
 from .dead_letters import Buried, buried
 from .dialects import Dialect
@@ -69,10 +80,12 @@ def _settle(
     verb: str | None,
     requests: Sequence[receipts.Request],
     apply: Callable[[CursorWrapper, Dialect, QueueRow, int], Done],
+    lapsed: bool = False,
 ) -> list[Settled]:
     """Run ``apply(cursor, dialect, queue, now)``, the verb's one statement, then write
     the receipts of what it changed and look up those of what it did not (``verb`` None:
-    no receipts, as for renewals). Returns a ``Settled`` per request, in order."""
+    no receipts, as for renewals). Returns a ``Settled`` per request, in order;
+    ``lapsed`` also tells the ``gone`` among the stale (see the module's docstring)."""
     if not requests:
         return []
     alias = databases.alias_of(using, queue)
@@ -82,19 +95,50 @@ def _settle(
         now = now_ms()
         done = apply(cursor, dialect, q, now)
         replayed: set[int] = set()
+        missed = [r for r in requests if r[0] not in done]
         if verb is not None:
             receipts.write(cursor, q.id, verb, [r for r in requests if r[0] in done], now)
-            missed = [r for r in requests if r[0] not in done]
             replayed = receipts.replayed(cursor, q.id, verb, missed, now)
+        missed = [r for r in missed if r[0] not in replayed]
+        gone = _gone(cursor, q.id, verb, missed, now) if lapsed and missed else set()
     return [
-        done.get(seq) or Settled(seq, Outcome.REPLAYED if seq in replayed else Outcome.STALE)
+        done.get(seq)
+        or Settled(
+            seq,
+            Outcome.REPLAYED if seq in replayed else Outcome.GONE if seq in gone else Outcome.STALE,
+        )
         for seq, _, _ in requests
     ]
+
+
+def _gone(
+    cursor: CursorWrapper,
+    queue_id: int,
+    verb: str | None,
+    missed: Sequence[receipts.Request],
+    now: int,
+) -> set[int]:
+    """The seqs of ``missed`` whose message is no longer in the queue and has no live
+    receipt of ``verb`` (with the same arguments) by any token."""
+    seqs = sorted({seq for seq, _, _ in missed})
+    cursor.execute(
+        "SELECT seq FROM mqlite_message WHERE queue_id = %s "
+        f"AND seq IN ({batches.placeholders(len(seqs))})",
+        [queue_id, *seqs],
+    )
+    absent = set(seqs) - {row[0] for row in cursor.fetchall()}
+    if verb is not None and absent:
+        absent -= receipts.settled(
+            cursor, queue_id, verb, [r for r in missed if r[0] in absent], now
+        )
+    return absent
 
 
 def one(queue: str, results: Sequence[Settled]) -> Settled:
     """The single-call contract over a batch of one: a stale item is ``LockLostError``."""
     [result] = results
+    if result.outcome is Outcome.GONE:
+        raise MessageGoneError(f"message {result.seq} is no longer on {queue!r}")
     if result.outcome is Outcome.STALE:
         raise LockLostError(
             f"message {result.seq} on {queue!r}: lock token is not current or its lease ran out"
@@ -111,12 +155,13 @@ def complete_many(
     *,
     completions: Sequence[Completion | None] | None = None,
     using: str | None = None,
+    lapsed: bool = False,
 ) -> list[Settled]:
     """Complete many in one transaction: each row is removed, or kept as ``completed``
     when the queue keeps results. ``completions`` (parallel to ``items``) gives an item
     a result and an attempt record to keep; a result or attempt JSON cannot hold (NaN,
     a set, dict keys of mixed types) is an ``InvalidArgumentError`` and nothing is
-    written."""
+    written. ``lapsed``: see the module's docstring."""
     pairs = check_pairs(items, MAX_COMPLETE_BATCH)
     if completions is not None and len(completions) != len(pairs):
         raise InvalidArgumentError("completions must be parallel to items")
@@ -126,20 +171,22 @@ def complete_many(
         extra = list(completions or []) if q.keep_results_ms is not None else []
         kept = [(pairs[k], c) for k, c in enumerate(extra) if c is not None]
         plain = [pair for k, pair in enumerate(pairs) if not (extra and extra[k])]
-        rows = complete_plain(cursor, dialect, q, plain, now) if plain else []
+        rows = complete_plain(cursor, dialect, q, plain, now, lapsed) if plain else []
         if kept:
-            rows += complete_kept(cursor, dialect, q, kept, now)
+            rows += complete_kept(cursor, dialect, q, kept, now, lapsed)
         if rows:
             lines.release_lines(cursor, dialect, q.id, [r.order_key for r in rows])
             totals.bump_totals(cursor, dialect, q.id, completed=len(rows))
         return {r.seq: Settled(r.seq, Outcome.COMPLETED) for r in rows}
 
-    return _settle(queue, using, "complete", [(s, t, "") for s, t in pairs], apply)
+    return _settle(queue, using, "complete", [(s, t, "") for s, t in pairs], apply, lapsed)
 
 
-def complete(queue: str, seq: int, lock_token: str, *, using: str | None = None) -> None:
+def complete(
+    queue: str, seq: int, lock_token: str, *, using: str | None = None, lapsed: bool = False
+) -> None:
     """Remove the message (or keep it as ``completed`` when the queue keeps results)."""
-    one(queue, complete_many(queue, [(seq, lock_token)], using=using))
+    one(queue, complete_many(queue, [(seq, lock_token)], using=using, lapsed=lapsed))
 
 
 def complete_with_result(
@@ -178,7 +225,7 @@ def complete_batch(
 
 
 def abandon_many(
-    queue: str, items: Sequence[AbandonItem], *, using: str | None = None
+    queue: str, items: Sequence[AbandonItem], *, using: str | None = None, lapsed: bool = False
 ) -> list[Settled]:
     """Give many back in one statement, each with its own delay and error: active again
     (``retried``), parked in ``scheduled`` until its delay ends, or, when this was its
@@ -193,7 +240,8 @@ def abandon_many(
         values = ", ".join([f"(%s, %s, %s, %s, {dialect.json_param()})"] * len(checked))
         mx = q.max_delivery_count
         append = dialect.json_append_expr("mqlite_message.attempts", "v.attempt")
-        hint, where, fence_params = joined_fence(dialect, [c[:2] for c in checked], q.id, now)
+        pairs = [c[:2] for c in checked]
+        hint, where, fence_params = joined_fence(dialect, pairs, q.id, now, lapsed)
         cursor.execute(
             ABANDON.format(values=values, append=append, hint=hint, fence=where),
             [*params, mx, now, mx, mx, now, *fence_params],
@@ -206,7 +254,7 @@ def abandon_many(
         return _with_burials(cursor, dialect, q, rows, dead, "exhausted")
 
     requests = [(c[0], c[1], receipts.abandon_args(c[2])) for c in checked]
-    return _settle(queue, using, "abandon", requests, apply)
+    return _settle(queue, using, "abandon", requests, apply, lapsed)
 
 
 def abandon(
@@ -218,10 +266,11 @@ def abandon(
     error: str | None = None,
     attempt: Any = None,
     using: str | None = None,
+    lapsed: bool = False,
 ) -> None:
     """``abandon_many`` of one message (see ``AbandonItem``)."""
     item = AbandonItem(seq, lock_token, delay, error, attempt)
-    one(queue, abandon_many(queue, [item], using=using))
+    one(queue, abandon_many(queue, [item], using=using, lapsed=lapsed))
 
 
 def reject_many(
@@ -318,11 +367,14 @@ def renew_many(
     lock_duration: float | dt.timedelta | None = None,
     using: str | None = None,
     worker_id: int | None = None,
+    lapsed: bool = False,
 ) -> list[Settled]:
     """Extend many live leases to now + lock duration (never shortened; an expired one
     is never revived): ``renewed`` with the new ``locked_until``, or ``stale``.
     ``worker_id`` (the worker holding them) has its heartbeat stamped in the same
-    transaction. Renewals write no receipts (see ``receipts``)."""
+    transaction. Renewals write no receipts (see ``receipts``). ``lapsed`` revives a
+    lapsed lease (see the module's docstring): the message is locked again under the
+    same token until now + lock duration, its delivery count unchanged."""
     pairs = check_pairs(items, MAX_RENEW_BATCH)
     lock_ms = arguments.optional_lock_ms(lock_duration)
     arguments.check_worker_id(worker_id)
@@ -330,10 +382,17 @@ def renew_many(
     def apply(cursor: CursorWrapper, dialect: Dialect, q: QueueRow, now: int) -> Done:
         until = now + (lock_ms if lock_ms is not None else q.lock_duration_ms)
         extend = dialect.greatest_sql("locked_until", "%s")
+        # A lapsed lease: a returned row has no deadline (GREATEST with NULL is NULL on
+        # SQLite), and one past its deadline takes the new one.
+        sets, until_params = (
+            (f"state = 'locked', locked_until = COALESCE({extend}, %s)", [until, until])
+            if lapsed
+            else (f"locked_until = {extend}", [until])
+        )
         cursor.execute(
-            f"UPDATE mqlite_message SET locked_until = {extend} "
-            f"WHERE {fence(len(pairs))} RETURNING seq, locked_until",
-            [until, q.id, now, *(v for pair in pairs for v in pair)],
+            f"UPDATE mqlite_message SET {sets} "
+            f"WHERE {fence(len(pairs), lapsed)} RETURNING seq, locked_until",
+            [*until_params, q.id, now, *(v for pair in pairs for v in pair)],
         )
         rows = [RenewedRow(*r) for r in cursor.fetchall()]
         if rows and worker_id is not None:
@@ -343,7 +402,7 @@ def renew_many(
             for r in rows
         }
 
-    return _settle(queue, using, None, [(s, t, "") for s, t in pairs], apply)
+    return _settle(queue, using, None, [(s, t, "") for s, t in pairs], apply, lapsed)
 
 
 def renew(
@@ -353,11 +412,13 @@ def renew(
     *,
     lock_duration: float | dt.timedelta | None = None,
     using: str | None = None,
+    lapsed: bool = False,
 ) -> dt.datetime:
     """Extend a live lease (``renew_many`` of one); returns the new ``locked_until``."""
-    got = one(
-        queue, renew_many(queue, [(seq, lock_token)], lock_duration=lock_duration, using=using)
+    many = renew_many(
+        queue, [(seq, lock_token)], lock_duration=lock_duration, using=using, lapsed=lapsed
     )
+    got = one(queue, many)
     assert got.locked_until is not None
     return got.locked_until
 

@@ -51,25 +51,37 @@ class RenewedRow:
     locked_until: int
 
 
-def fence(n: int) -> str:
+#: A lapsed lease (``lapsed=True``, SQS's rule for a receipt handle): the row is still
+#: under the presented token, locked with a lease that ran out, or returned to ``active``
+#: by the lease-expiry rule (which keeps the token) with no claim since. ``now`` is not
+#: needed then; the clause still takes it, so both fences take the same parameters.
+LAPSED = "state IN ('locked', 'active') AND %s >= 0"
+LIVE = "state = 'locked' AND locked_until > %s"
+
+
+def fence(n: int, lapsed: bool = False) -> str:
     """The WHERE clause of a settlement of ``n`` (seq, lock_token) pairs. Parameters:
     the queue id, now, then the pairs flattened."""
-    live = "queue_id = %s AND state = 'locked' AND locked_until > %s"
+    live = f"queue_id = %s AND {LAPSED if lapsed else LIVE}"
     if n == 1:
         return f"{live} AND seq = %s AND lock_token = %s"
     return f"{live} AND (seq, lock_token) IN (VALUES {', '.join(['(%s, %s)'] * n)})"
 
 
 def joined_fence(
-    dialect: Dialect, pairs: Sequence[tuple[int, str]], queue_id: int, now: int
+    dialect: Dialect,
+    pairs: Sequence[tuple[int, str]],
+    queue_id: int,
+    now: int,
+    lapsed: bool = False,
 ) -> tuple[str, str, list[Any]]:
     """For a statement joined to its items ``v`` (seq, token, ...): the hint placed after
     ``UPDATE mqlite_message``, the WHERE clause, and its parameters (which come last).
     For one item the pair is also given as constants and the row is found by its primary
     key, as a single settlement always was; for more the join matches them."""
-    live = (
-        "mqlite_message.queue_id = %s AND mqlite_message.state = 'locked' "
-        "AND mqlite_message.locked_until > %s"
+    rule = (LAPSED if lapsed else LIVE).replace("state", "mqlite_message.state")
+    live = "mqlite_message.queue_id = %s AND " + rule.replace(
+        "locked_until", "mqlite_message.locked_until"
     )
     if len(pairs) == 1:
         [(seq, token)] = pairs
@@ -120,10 +132,11 @@ def complete_plain(
     q: QueueRow,
     pairs: Sequence[tuple[int, str]],
     now: int,
+    lapsed: bool = False,
 ) -> list[LeftRow]:
     """Complete these pairs (no result or attempt to keep); each row completed."""
     flat = [v for pair in pairs for v in pair]
-    where = fence(len(pairs))
+    where = fence(len(pairs), lapsed)
     if q.keep_results_ms is not None:
         cursor.execute(
             "UPDATE mqlite_message SET state = 'completed', completed_at = %s, lock_token = NULL, "
@@ -145,6 +158,7 @@ def complete_kept(
     q: QueueRow,
     kept: Sequence[tuple[tuple[int, str], Completion]],
     now: int,
+    lapsed: bool = False,
 ) -> list[LeftRow]:
     """Complete rows of a queue that keeps results, each with its own result and
     attempt record, in one statement (an UPDATE joined to a VALUES list)."""
@@ -160,7 +174,7 @@ def complete_kept(
             canonical_json.dumps_arg(c.attempt, "attempt"),
         ]
     append = dialect.json_append_expr("mqlite_message.attempts", "v.attempt")
-    hint, where, fence_params = joined_fence(dialect, [pair for pair, _ in kept], q.id, now)
+    hint, where, fence_params = joined_fence(dialect, [pair for pair, _ in kept], q.id, now, lapsed)
     cursor.execute(
         f"WITH v (seq, token, result, attempt) AS (VALUES {values}) "
         f"UPDATE mqlite_message {hint} SET state = 'completed', completed_at = %s, "

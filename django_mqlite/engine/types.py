@@ -186,6 +186,10 @@ class Outcome(enum.StrEnum):
     STALE = "stale"
     #: An exact repeat of a settlement that already committed (its receipt answered).
     REPLAYED = "replayed"
+    #: Told only by a lapsed settlement (``lapsed=True``): the message is no longer in its
+    #: queue (purged, expired, moved, or settled by another token) and no settlement of
+    #: this verb of it is on record; nothing was done.
+    GONE = "gone"
 
 
 @dataclass(frozen=True)
@@ -203,7 +207,7 @@ class Settled:
     @property
     def ok(self) -> bool:
         """The settlement holds (it happened now, or it is an exact replay)."""
-        return self.outcome is not Outcome.STALE
+        return self.outcome not in (Outcome.STALE, Outcome.GONE)
 
 
 @dataclass(frozen=True)

@@ -2,9 +2,13 @@
 
 A receipt handle carries the message's seq and the lock token of the receive that handed
 it out, so it is new on every receive and every settlement made with it is fenced on
-that receive's lease: an old handle can never delete or extend the message that a later
-receive now holds. A message id is derived from the seq, so a deduplicated resend and a
-dead letter moved to another queue keep the id they had.
+that receive's token: an old handle can never delete or extend the message that a later
+receive now holds. As on SQS a handle outlives its visibility timeout until the next
+receive: the SQS settlements are the engine's lapsed ones (``lapsed=True``), which act
+while the token is still the message's (``handlers/settle.py`` says what each answers).
+
+A message id is derived from the seq, so a deduplicated resend and a dead letter moved
+to another queue keep the id they had.
 """
 
 from __future__ import annotations

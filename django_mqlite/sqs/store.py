@@ -81,6 +81,20 @@ def highest_seq(name: str) -> int:
     return int(found or 0)
 
 
+def forwarded(name: str, seqs: list[int]) -> dict[int, tuple[str, int]]:
+    """Of these messages of queue ``name``, the dead letters forwarded there: seq ->
+    (the queue they came from, the deliveries they had before). One seek of the primary
+    key; nothing for a receive that got nothing."""
+    if not seqs:
+        return {}
+    rows = (
+        Message.objects.using(mq.database_of(name))
+        .filter(seq__in=seqs, forwarded_from__isnull=False)
+        .values_list("seq", "forwarded_from", "forwarded_deliveries")
+    )
+    return {seq: (str(source), int(n or 0)) for seq, source, n in rows}
+
+
 def move_tasks(name: str) -> list[dict[str, Any]]:
     row = SQSQueue.objects.filter(name=name).first()
     return [] if row is None else list(row.move_tasks)

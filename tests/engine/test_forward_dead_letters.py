@@ -153,3 +153,27 @@ def test_a_buried_waiting_message_is_forwarded(pair: tuple[str, str]) -> None:
     assert bury(src, seq, "Cancelled")
     assert [(p.seq, p.state) for p in mq.peek(dlq)] == [(seq, "active")]
     assert mq.stats(src).totals["rejected"] == 1
+
+
+def test_a_forward_records_its_source_and_deliveries_a_redrive_clears_them(
+    pair: tuple[str, str],
+) -> None:
+    """What SQS shows as ``DeadLetterQueueSourceArn`` and a receive count that keeps
+    counting; the delivery count itself restarts (the target counts from zero)."""
+    from django_mqlite.models import Message
+
+    src, dlq = pair
+    mq.create_queue("dlq2")
+    mq.update_queue(dlq, max_delivery_count=1, forward_dead_letters_to="dlq2")
+    seq = mq.send(src, "x")
+    for _ in range(2):
+        mq.receive(src)[0].abandon()
+    row = Message.objects.get(seq=seq)
+    assert (row.forwarded_from, row.forwarded_deliveries, row.delivery_count) == (src, 2, 0)
+    mq.receive(dlq)[0].abandon()  # forwarded on again: the deliveries add up
+    row = Message.objects.get(seq=seq)
+    assert (row.forwarded_from, row.forwarded_deliveries) == (dlq, 3)
+    mq.receive("dlq2")[0].reject("Bad")
+    assert mq.redrive("dlq2", to_queue=src) == 1
+    row = Message.objects.get(seq=seq)
+    assert (row.forwarded_from, row.forwarded_deliveries, row.delivery_count) == (None, None, 0)

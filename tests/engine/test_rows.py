@@ -19,11 +19,12 @@ from django_mqlite.engine.rows import MESSAGE_COLUMNS, MessageRow, columns
 
 
 def returned(sql: str) -> list[str]:
-    """The names a statement's RETURNING list gives back (``mqlite_message.`` and a
-    ``+ 1`` dropped: the claim-and-delete counts the delivery it hands out)."""
+    """The names a statement's RETURNING list gives back (``mqlite_message.``, a ``+ 1``
+    and a ``NULL AS`` dropped: the claim-and-delete counts the delivery it hands out and
+    grants no lease)."""
     tail = sql.rsplit(" RETURNING ", 1)[1]
     names = [c.strip().removeprefix("mqlite_message.") for c in tail.split(",")]
-    return [re.sub(r"\s*\+\s*1$", "", n) for n in names]
+    return [re.sub(r"\s*\+\s*1$", "", n).removeprefix("NULL AS ") for n in names]
 
 
 def names(row_type: type) -> list[str]:
@@ -38,8 +39,11 @@ def test_the_column_lists_are_the_dataclasses() -> None:
 @pytest.mark.parametrize("dialect", [PostgreSQLDialect(), SQLiteDialect()], ids=lambda d: d.vendor)
 @pytest.mark.parametrize("delete", [False, True], ids=["lock", "delete"])
 @pytest.mark.parametrize("budgeted", [False, True], ids=["plain", "byte-budget"])
-def test_the_claim_returns_a_claimed_row(dialect: object, delete: bool, budgeted: bool) -> None:
-    sql = claim._claim_statement(dialect, delete, "%s", budgeted)  # type: ignore[arg-type]
+@pytest.mark.parametrize("groups", [False, True], ids=["", "group-batch"])
+def test_the_claim_returns_a_claimed_row(
+    dialect: object, delete: bool, budgeted: bool, groups: bool
+) -> None:
+    sql = claim._claim_statement(dialect, delete, "%s", budgeted, groups)  # type: ignore[arg-type]
     assert returned(sql) == names(claim.ClaimedRow)
 
 

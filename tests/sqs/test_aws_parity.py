@@ -3,6 +3,7 @@ test states AWS's behaviour and fails on the departure it replaced."""
 
 from __future__ import annotations
 
+import hashlib
 import time
 from typing import Any
 
@@ -183,3 +184,126 @@ def test_purge_queue_deletes_in_flight_messages(sqs: Any, queue_url: str) -> Non
     assert mq.peek("orders") == []
     assert "Messages" not in sqs.receive_message(QueueUrl=queue_url, WaitTimeSeconds=2)
     assert held["Body"] in ("held", "waiting")
+
+
+# -- item 6: content-based deduplication ids are the body's SHA-256 ----------------------
+
+
+def test_an_explicit_dedup_id_equal_to_the_sha256_of_a_body_is_a_duplicate(sqs: Any) -> None:
+    url = fifo(sqs, ContentBasedDeduplication="true")
+    first = sqs.send_message(QueueUrl=url, MessageBody="same", MessageGroupId="g")
+    digest = hashlib.sha256(b"same").hexdigest()
+    sqs.send_message(
+        QueueUrl=url, MessageBody="other", MessageGroupId="g", MessageDeduplicationId=digest
+    )
+    (m,) = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, AttributeNames=["All"])[
+        "Messages"
+    ]
+    assert m["MessageId"] == first["MessageId"] and m["Body"] == "same"
+    assert m["Attributes"]["MessageDeduplicationId"] == digest
+
+
+# -- item 7: queue attributes as SQS reports them ------------------------------------------
+
+
+def test_an_empty_policy_removes_the_attribute(sqs: Any, queue_url: str) -> None:
+    policy = '{"Version": "2012-10-17", "Statement": []}'
+    sqs.set_queue_attributes(QueueUrl=queue_url, Attributes={"Policy": policy})
+    got = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["All"])["Attributes"]
+    assert got["Policy"] == policy
+    sqs.set_queue_attributes(QueueUrl=queue_url, Attributes={"Policy": ""})
+    got = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["All"])["Attributes"]
+    assert "Policy" not in got
+
+
+def test_all_attributes_include_sqs_defaults(sqs: Any, queue_url: str) -> None:
+    got = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["All"])["Attributes"]
+    assert got["SqsManagedSseEnabled"] == "true"
+    assert "DeduplicationScope" not in got and "FifoThroughputLimit" not in got
+    url = fifo(sqs)
+    got = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+    assert (got["DeduplicationScope"], got["FifoThroughputLimit"]) == ("queue", "perQueue")
+    sqs.set_queue_attributes(
+        QueueUrl=url,
+        Attributes={
+            "DeduplicationScope": "messageGroup",
+            "FifoThroughputLimit": "perMessageGroupId",
+        },
+    )
+    got = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+    assert (got["DeduplicationScope"], got["FifoThroughputLimit"]) == (
+        "messageGroup",
+        "perMessageGroupId",
+    )
+
+
+# -- item 9: a FIFO receive returns as many messages of one group as it can ----------------
+
+
+def test_fifo_receive_returns_a_group_in_order(sqs: Any) -> None:
+    url = fifo(sqs, ContentBasedDeduplication="true")
+    for body in ("m1", "m2", "m3"):
+        sqs.send_message(QueueUrl=url, MessageBody=body, MessageGroupId="group")
+    sqs.send_message(QueueUrl=url, MessageBody="other", MessageGroupId="another")
+    got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=2)["Messages"]
+    assert [m["Body"] for m in got] == ["m1", "m2"]
+    (other,) = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
+    assert other["Body"] == "other"
+    for m in got:
+        sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
+    (last,) = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
+    assert last["Body"] == "m3"
+
+
+# -- error texts as SQS words them (moto's suite, checked against AWS) ---------------------
+
+
+def test_error_texts_as_sqs_words_them(sqs: Any, queue_url: str) -> None:
+    name_text = (
+        "Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length"
+    )
+    for name in ("", "/my/test", "p" * 81):
+        got = error(sqs, sqs.create_queue, QueueName=name)
+        assert (got["Code"], got["Message"]) == ("InvalidParameterValue", name_text)
+    got = error(
+        sqs,
+        sqs.send_message,
+        QueueUrl=queue_url,
+        MessageBody="x",
+        MessageAttributes={"öther": {"DataType": "String", "StringValue": "s"}},
+    )
+    assert got["Message"] == (
+        "The message attribute name 'öther' is invalid. Attribute name can contain A-Z, "
+        "a-z, 0-9, underscore (_), hyphen (-), and period (.) characters."
+    )
+    got = error(
+        sqs,
+        sqs.send_message,
+        QueueUrl=queue_url,
+        MessageBody="x",
+        MessageAttributes={"t": {"DataType": "Invalid", "StringValue": "1"}},
+    )
+    assert got["Message"] == (
+        "The message attribute 't' has an invalid message attribute type, the set of "
+        "supported type prefixes is Binary, Number, and String."
+    )
+    url = fifo(sqs, ContentBasedDeduplication="true")
+    got = error(
+        sqs, sqs.send_message, QueueUrl=url, MessageBody="x", MessageGroupId="g", DelaySeconds=5
+    )
+    assert got["Message"] == (
+        "Value 5 for parameter DelaySeconds is invalid. Reason: The request include "
+        "parameter that is not valid for this queue type."
+    )
+
+
+def test_tag_errors_as_sqs_words_them(sqs: Any, queue_url: str) -> None:
+    sqs.tag_queue(QueueUrl=queue_url, Tags={"k": "v"})
+    got = error(sqs, sqs.tag_queue, QueueUrl=queue_url, Tags={})
+    assert got["Message"] == "The request must contain the parameter Tags."
+    many = {f"k{i}": "v" for i in range(51)}
+    got = error(sqs, sqs.tag_queue, QueueUrl=queue_url, Tags=many)
+    assert got["Message"] == "Too many tags added for queue orders."
+    assert sqs.list_queue_tags(QueueUrl=queue_url)["Tags"] == {"k": "v"}
+    got = error(sqs, sqs.untag_queue, QueueUrl=queue_url, TagKeys=[])
+    assert got["Message"] == "Tag keys must be between 1 and 128 characters in length."

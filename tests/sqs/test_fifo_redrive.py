@@ -48,13 +48,21 @@ def test_group_order_blocked_group_and_sequence_numbers(sqs: Any) -> None:
         seqs.append(int(sent["SequenceNumber"]))
     assert seqs == sorted(seqs)
     got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, AttributeNames=["All"])
-    bodies = sorted(m["Body"] for m in got["Messages"])
-    assert bodies == ["a0", "b2"]  # a1 waits behind a0, which is in flight
-    (a0,) = [m for m in got["Messages"] if m["Body"] == "a0"]
+    # As on SQS, a receive takes as many of a group as it can, in order.
+    assert [m["Body"] for m in got["Messages"]] == ["a0", "a1", "b2"]
+    a0 = got["Messages"][0]
     assert a0["Attributes"]["MessageGroupId"] == "a"
     assert a0["Attributes"]["MessageDeduplicationId"] == "d0"
     assert a0["Attributes"]["SequenceNumber"] == str(seqs[0])
     assert "Messages" not in sqs.receive_message(QueueUrl=url)
+
+
+def test_a_group_in_flight_holds_its_later_messages(sqs: Any) -> None:
+    url = fifo(sqs, ContentBasedDeduplication="true")
+    for body in ("a0", "a1"):
+        sqs.send_message(QueueUrl=url, MessageBody=body, MessageGroupId="a")
+    (a0,) = sqs.receive_message(QueueUrl=url)["Messages"]
+    assert "Messages" not in sqs.receive_message(QueueUrl=url)  # a1 waits behind a0
     sqs.delete_message(QueueUrl=url, ReceiptHandle=a0["ReceiptHandle"])
     assert sqs.receive_message(QueueUrl=url)["Messages"][0]["Body"] == "a1"
 
@@ -101,7 +109,11 @@ def test_redrive_policy_moves_to_the_dlq_after_max_receives(sqs: Any) -> None:
     assert "Messages" not in sqs.receive_message(QueueUrl=src)
     (dead,) = sqs.receive_message(QueueUrl=dlq, AttributeNames=["All"])["Messages"]
     assert (dead["Body"], dead["MessageId"]) == ("poison", sent["MessageId"])
-    assert dead["Attributes"]["ApproximateReceiveCount"] == "1"
+    # As on SQS: the receive count keeps counting, and the source queue is named.
+    assert dead["Attributes"]["ApproximateReceiveCount"] == "3"
+    assert dead["Attributes"]["DeadLetterQueueSourceArn"] == (
+        "arn:aws:sqs:us-east-1:000000000000:orders"
+    )
     sqs.change_message_visibility(
         QueueUrl=dlq, ReceiptHandle=dead["ReceiptHandle"], VisibilityTimeout=0
     )
@@ -112,8 +124,10 @@ def test_redrive_policy_moves_to_the_dlq_after_max_receives(sqs: Any) -> None:
     assert (task["TaskHandle"], task["Status"]) == (handle, "COMPLETED")
     assert task["ApproximateNumberOfMessagesMoved"] == 1
     assert task["DestinationArn"].endswith(":orders")
-    (back,) = sqs.receive_message(QueueUrl=src)["Messages"]
+    (back,) = sqs.receive_message(QueueUrl=src, AttributeNames=["All"])["Messages"]
     assert back["Body"] == "poison"
+    assert back["Attributes"]["ApproximateReceiveCount"] == "1"
+    assert "DeadLetterQueueSourceArn" not in back["Attributes"]
     assert "Messages" not in sqs.receive_message(QueueUrl=dlq)
     with pytest.raises(sqs.exceptions.ResourceNotFoundException):
         sqs.cancel_message_move_task(TaskHandle=handle)

@@ -36,7 +36,10 @@ def _check_name(name: object) -> None:
         or name.endswith(".")
         or lowered.startswith(("aws.", "amazon."))
     ):
-        raise invalid(f"Message attribute name {name!r} is invalid.")
+        raise invalid(
+            f"The message attribute name '{name}' is invalid. Attribute name can contain "
+            "A-Z, a-z, 0-9, underscore (_), hyphen (-), and period (.) characters."
+        )
 
 
 def check(attributes: Any) -> dict[str, dict[str, Any]]:
@@ -65,7 +68,10 @@ def _check_value(name: str, value: Any) -> dict[str, Any]:
         raise invalid(f"The message attribute '{name}' must be a map.")
     dtype = value.get("DataType")
     if not isinstance(dtype, str) or not _TYPE_RE.match(dtype):
-        raise invalid(f"The message attribute '{name}' has an invalid message attribute type.")
+        raise invalid(
+            f"The message attribute '{name}' has an invalid message attribute type, the set "
+            "of supported type prefixes is Binary, Number, and String."
+        )
     key = "BinaryValue" if dtype.startswith("Binary") else "StringValue"
     raw = value.get(key)
     if not isinstance(raw, str) or not raw:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -9,7 +10,7 @@ from typing import Any
 import django_mqlite as mq
 
 from ...tasks.front import remote_message
-from .. import md5, receipts
+from .. import md5, receipts, store
 from ..context import Context, integer, text
 from ..errors import SQSError, from_mqlite, invalid, missing
 from ..store import QueueInfo
@@ -48,13 +49,18 @@ def prepare(info: QueueInfo, p: dict[str, Any], http_trace: str | None = None) -
             f"One or more parameters are invalid. Reason: Message must be shorter than {cap} bytes."
         )
     group, dedup = fifo_ids(info, p)
+    if info.fifo and dedup is None:
+        # Content-based deduplication: SQS's deduplication id is then the SHA-256 of the
+        # body (hex), so an explicit id equal to it is the same id, and a receive reports it.
+        dedup = hashlib.sha256(body.encode("utf-8")).hexdigest()
     delay = info.number("DelaySeconds")
     if p.get("DelaySeconds") not in (None, ""):
         asked = integer(p, "DelaySeconds", 0, 900)
         if info.fifo and asked != 0:
             # A FIFO message takes the queue's delay; an explicit 0 is accepted (as SQS).
             raise invalid(
-                "The request include parameter that is not valid for this queue type: DelaySeconds"
+                f"Value {asked} for parameter DelaySeconds is invalid. Reason: The request "
+                "include parameter that is not valid for this queue type."
             )
         if not info.fifo:
             delay = asked
@@ -182,6 +188,8 @@ def receive_message(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
         attempt_id=ask.attempt_id,
         attempt_scope=receiving.attempt_scope(ctx),
         max_bytes=receiving.max_bytes(),
+        # SQS returns as many messages of one group as it can, in order.
+        group_batch=info.fifo,
     )
     if zero:
         # Visible again at once: the receive still counts towards maxReceiveCount.
@@ -192,7 +200,11 @@ def receive_message(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
             except mq.LockLostError:
                 pass
     now_ms = mq.clock.now_ms()
-    out = [_received(ctx, info, m, ask.system, ask.attributes, now_ms) for m in got]
+    # A dead letter forwarded here shows its source and keeps counting its receives.
+    sources = store.forwarded(info.name, [m.seq for m in got])
+    out = [
+        _received(ctx, info, m, ask.system, ask.attributes, now_ms, sources.get(m.seq)) for m in got
+    ]
     return {"Messages": out} if out else {}
 
 
@@ -203,6 +215,7 @@ def _received(
     system: frozenset[str],
     wanted: list[str],
     now_ms: int,
+    source: tuple[str, int] | None = None,
 ) -> dict[str, Any]:
     body = m.body.decode("utf-8", errors="replace")
     assert m.lock_token is not None
@@ -213,6 +226,9 @@ def _received(
         "Body": body,
     }
     attrs = _system_attributes(ctx, info, m, now_ms)
+    if source is not None:
+        attrs["DeadLetterQueueSourceArn"] = ctx.arn(source[0])
+        attrs["ApproximateReceiveCount"] = str(m.delivery_count + source[1])
     if "All" not in system:
         attrs = {k: v for k, v in attrs.items() if k in system}
     if attrs:

@@ -183,7 +183,14 @@ def render(ctx: Context, info: QueueInfo, names: list[str]) -> dict[str, str]:
         "MessageRetentionPeriod": str(int(q.default_ttl or 1_209_600)),
     }
     out.update({k: info.attribute(k) for k in STORED_NUMBERS})
+    # SQS's defaults: SSE-SQS on for a new queue; a FIFO queue deduplicates per queue at
+    # the per-queue throughput limit.
+    out["SqsManagedSseEnabled"] = "true"
+    if info.fifo:
+        out.update(DeduplicationScope="queue", FifoThroughputLimit="perQueue")
     out.update({k: v for k, v in info.attributes.items() if k in STORED_TEXT})
+    if out.get("Policy") == "":
+        del out["Policy"]  # SetQueueAttributes Policy="" removes it, as on SQS
     if q.forward_dead_letters_to is not None:
         out["RedrivePolicy"] = json.dumps(
             {

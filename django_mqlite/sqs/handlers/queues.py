@@ -10,7 +10,7 @@ import django_mqlite as mq
 
 from .. import access, store
 from ..context import Context, integer, load, mapping, strings, text
-from ..errors import SQSError, invalid
+from ..errors import SQSError, invalid, missing
 from . import queue_attributes as qa
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,80}$")
@@ -24,12 +24,13 @@ def _check_name(name: str) -> None:
     base = name[: -len(".fifo")] if name.endswith(".fifo") else name
     if len(name) > 80 or not _NAME_RE.match(base):
         raise invalid(
-            "Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length."
+            "Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length"
         )
 
 
 def create_queue(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
-    name = text(p, "QueueName", required=True)
+    # An empty name is an invalid one, as on SQS (not a missing one).
+    name = text(p, "QueueName", required=p.get("QueueName") is None)
     _check_name(name)
     ctx.allow("manage", name)
     attrs = {str(k): v for k, v in mapping(p, "Attributes").items()}
@@ -142,7 +143,12 @@ def set_queue_attributes(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
 
 def tag_queue(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
     info = ctx.queue(p, "manage")
-    tags = _tags({**info.tags, **mapping(p, "Tags")})
+    given = mapping(p, "Tags")
+    if not given:
+        raise missing("Tags")
+    if len({**info.tags, **given}) > MAX_TAGS:
+        raise invalid(f"Too many tags added for queue {info.name}.")
+    tags = _tags({**info.tags, **given})
     store.save(info.name, tags=tags)
     return {}
 
@@ -150,7 +156,9 @@ def tag_queue(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
 def untag_queue(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
     info = ctx.queue(p, "manage")
     drop = set(strings(p, "TagKeys"))
-    if not drop or len(drop) > MAX_TAGS:
+    if not drop:
+        raise invalid(f"Tag keys must be between 1 and {MAX_TAG_KEY} characters in length.")
+    if len(drop) > MAX_TAGS:
         raise invalid(f"TagKeys must name 1 to {MAX_TAGS} tags.")
     store.save(info.name, tags={k: v for k, v in info.tags.items() if k not in drop})
     return {}
