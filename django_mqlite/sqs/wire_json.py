@@ -7,8 +7,14 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponse
 
+from ..engine.rendering import too_deep
 from .errors import SQSError
 
+#: How deep a request body may nest: SQS's own shapes go four levels down (a batch's
+#: entries, their attributes, an attribute's value). Deeper is refused before parsing:
+#: the parser would recurse to the interpreter's limit, and anything that ran at that
+#: depth (a garbage collection's finalizers) would fail with it.
+MAX_DEPTH = 32
 CONTENT_TYPE = "application/x-amz-json-1.0"
 _PREFIX = "AmazonSQS."
 
@@ -18,9 +24,11 @@ def parse(request: HttpRequest, body: bytes) -> tuple[str, dict[str, Any]]:
     if not target.startswith(_PREFIX):
         raise SQSError("InvalidAction", "The X-Amz-Target header does not name an SQS action.")
     try:
-        params = json.loads(body or b"{}")
+        text = (body or b"{}").decode("utf-8")
+        if too_deep(text, MAX_DEPTH):
+            raise ValueError("nested too deeply")
+        params = json.loads(text)
     except (ValueError, UnicodeDecodeError, RecursionError):
-        # RecursionError: nested deeper than the parser can follow (e.g. 100k brackets).
         raise SQSError("SerializationException", "The request body is not valid JSON.") from None
     if not isinstance(params, dict):
         raise SQSError("SerializationException", "The request body must be a JSON object.")
