@@ -13,7 +13,14 @@ from .engine.admission import (
     result_json,
 )
 from .engine.attributes import ATTRIBUTE_VALUE_KEYS, attribute_problem, is_attribute_shaped
-from .engine.rendering import MAX_JSON_DEPTH, BodyView, body_view, strict_loads, unicode_ok
+from .engine.rendering import (
+    MAX_JSON_DEPTH,
+    BodyView,
+    body_view,
+    strict_loads,
+    too_deep,
+    unicode_ok,
+)
 
 __all__ = [
     "ATTRIBUTE_VALUE_KEYS",
@@ -28,5 +35,6 @@ __all__ = [
     "is_attribute_shaped",
     "result_json",
     "strict_loads",
+    "too_deep",
     "unicode_ok",
 ]

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponse
 
-from ..engine.rendering import too_deep
+from ..admission import too_deep
 from .errors import SQSError
 
 #: How deep a request body may nest: SQS's own shapes go four levels down (a batch's

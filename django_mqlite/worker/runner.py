@@ -481,9 +481,12 @@ class Worker:
         settlement.release(ds, self.using)
 
     def _check_memory(self) -> None:
-        # Checked once work has been done, so a limit below the baseline recycles after
-        # each message instead of never starting.
-        if self.max_memory_mb is not None and self.stop_reason is None and self.claimed:
+        # Checked once a handler has returned, so a limit below the baseline recycles
+        # after each message instead of never starting (a claim alone is not work done:
+        # a stop right after it would release every message unstarted).
+        pending, running, _ = self.pool.counts()
+        finished = self.claimed - pending - running
+        if self.max_memory_mb is not None and self.stop_reason is None and finished > 0:
             rss = rss_mb()
             if rss > self.max_memory_mb:
                 self.stop(f"max-memory: {rss:.0f} MB > {self.max_memory_mb:g} MB")
