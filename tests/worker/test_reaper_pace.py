@@ -48,6 +48,7 @@ def test_the_worker_s_reaper_thread_waits_as_its_pace_says(
     found = iter([{}, {}, {}, {}, {"expired_locks": 3}, {}])
     monkeypatch.setattr(background, "reap", lambda using: next(found))
     monkeypatch.setattr(background.db_health, "refresh", lambda: None)
+    monkeypatch.setattr(background, "Pace", lambda s: Pace(s, Clock(1_000_040.0)))
     loop = background.reaper_loop(1.0, "default")
     waits: list[float] = []
 
@@ -58,6 +59,5 @@ def test_the_worker_s_reaper_thread_waits_as_its_pace_says(
         return loop.stopping.is_set()
 
     monkeypatch.setattr(loop.stopping, "wait", wait)
-    monkeypatch.setattr(background, "Pace", Pace)
     loop.run()
     assert [min(w, 8.0) for w in waits] == [2.0, 4.0, 8.0, 8.0, 1.0, 2.0]
