@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,6 +67,18 @@ def save(name: str, **fields: Any) -> None:
     if "attributes" in fields:
         row.modified_at = now
     row.save()
+
+
+def edit_attributes(name: str, change: Callable[[dict[str, str]], dict[str, str]]) -> None:
+    """Replace the stored attributes of ``name`` by ``change(current)``, read and written
+    under a row lock, so two edits at once (AddPermission twice) never lose one."""
+    now = mq.clock.now_ms()
+    with transaction.atomic():
+        SQSQueue.objects.get_or_create(name=name, defaults={"created_at": now, "modified_at": now})
+        row = SQSQueue.objects.select_for_update().get(name=name)
+        row.attributes = change(dict(row.attributes))
+        row.modified_at = now
+        row.save(update_fields=["attributes", "modified_at"])
 
 
 def highest_seq(name: str) -> int:

@@ -23,6 +23,8 @@ _LISTS = {
     "MessageSystemAttributeName": "MessageSystemAttributeNames",
     "MessageAttributeName": "MessageAttributeNames",
     "TagKey": "TagKeys",
+    "AWSAccountId": "AWSAccountIds",
+    "ActionName": "Actions",
     "StringListValue": "StringListValues",
     "BinaryListValue": "BinaryListValues",
 }

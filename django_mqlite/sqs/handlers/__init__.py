@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..context import Context
-from . import messages, moves, queues, settle
+from . import messages, moves, policy, queues, settle
 
 Handler = Callable[[Context, dict[str, Any]], dict[str, Any]]
 
@@ -26,6 +26,8 @@ OPERATIONS: dict[str, Handler] = {
     "UntagQueue": queues.untag_queue,
     "ListQueueTags": queues.list_queue_tags,
     "ListDeadLetterSourceQueues": queues.list_dead_letter_source_queues,
+    "AddPermission": policy.add_permission,
+    "RemovePermission": policy.remove_permission,
     "SendMessage": messages.send_message,
     "SendMessageBatch": messages.send_message_batch,
     "ReceiveMessage": messages.receive_message,

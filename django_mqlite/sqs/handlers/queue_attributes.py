@@ -112,10 +112,28 @@ def parse(
                 )
             if key == "RedriveAllowPolicy":
                 _check_allow_policy(value)
+            if key == "Policy" and value and policy_document(value) is None:
+                raise SQSError("InvalidAttributeValue", "Invalid value for the parameter Policy.")
             stored[key] = value
         else:
             raise SQSError("InvalidAttributeName", f"Unknown Attribute {key}.")
     return engine, stored
+
+
+def policy_document(value: str) -> dict[str, Any] | None:
+    """A ``Policy`` value as a document: a JSON object whose ``Statement``, when given,
+    is one statement or a list of them (objects); None for anything else."""
+    try:
+        document = json.loads(value)
+    except ValueError:
+        return None
+    if not isinstance(document, dict):
+        return None
+    found = document.get("Statement", [])
+    statements = [found] if isinstance(found, dict) else found
+    if not isinstance(statements, list) or not all(isinstance(s, dict) for s in statements):
+        return None
+    return document
 
 
 def _redrive(ctx: Context, name: str, value: Any) -> dict[str, Any]:
