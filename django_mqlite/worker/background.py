@@ -133,7 +133,7 @@ def reaper_loop(interval_s: float, using: str) -> Loop:
     pace = Pace(interval_s)
 
     def step() -> float:
-        counts = reap(using=using)
+        counts = reap(using=using, quiet=pace.quiet)
         done = {k: v for k, v in counts.items() if v}
         if done:
             logger.info("reaper: %s", done)

@@ -30,18 +30,22 @@ class Pace:
     ``IDLE_FACTOR`` intervals, and never past the next minute boundary (plus one
     interval), so each minute's history sample is taken as promptly as before.
 
-    An idle queue database then costs a reaper pass every 8 s instead of every second
-    (a pass is about ten short statements). Nothing a consumer waits for depends on the
-    reaper's pace: a receive first returns its queue's lapsed leases itself, and
-    promotes its due scheduled messages."""
+    An idle queue database then costs a reaper pass every 8 s instead of every second,
+    and that pass is one transaction (``quiet``) instead of about ten. Nothing a
+    consumer waits for depends on the reaper's pace: a receive first returns its
+    queue's lapsed leases itself, and promotes its due scheduled messages."""
 
     def __init__(self, interval_s: float, clock: Callable[[], float] = time.time) -> None:
         self.interval_s = interval_s
         self.clock = clock
         self.wait_s = interval_s
+        #: The last pass found nothing: the next runs quiet (``reap(quiet=True)``, one
+        #: transaction instead of one per statement).
+        self.quiet = False
 
     def after(self, did_work: bool) -> float:
         """The wait after a pass (``did_work``: it changed or sampled something)."""
+        self.quiet = not did_work
         if did_work:
             self.wait_s = self.interval_s
         else:
@@ -57,8 +61,8 @@ class Reaper:
         self.using = using
         self._stopping = threading.Event()
 
-    def run_once(self) -> dict[str, int]:
-        return reap(using=self.using)
+    def run_once(self, *, quiet: bool = False) -> dict[str, int]:
+        return reap(using=self.using, quiet=quiet)
 
     def run(self, report: Callable[[dict[str, int]], None] | None = None) -> int:
         """Reap every ``interval_s`` seconds until SIGTERM/SIGINT or ``stop()``."""
@@ -71,7 +75,7 @@ class Reaper:
             while not self._stopping.is_set():
                 wait = self.interval_s
                 try:
-                    counts = self.run_once()
+                    counts = self.run_once(quiet=pace.quiet)
                     if report is not None and any(counts.values()):
                         report(counts)
                     wait = pace.after(any(counts.values()))

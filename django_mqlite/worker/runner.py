@@ -44,8 +44,10 @@ from .retry import backoff_delay
 logger = logging.getLogger("django_mqlite.worker")
 
 IDLE_MIN_S = 0.01
-IDLE_MAX_S = 1.0  # without NOTIFY (SQLite): the bounded back-off poll tops out here
-IDLE_MAX_LISTENING_S = 5.0  # with NOTIFY a poll only catches due retries and schedules
+IDLE_MAX_S = 1.0  # with no wake-up source: the bounded back-off poll tops out here
+# With NOTIFY (PostgreSQL) or the commit watcher (SQLite) a poll only catches due retries
+# and schedules (and a wake-up that went missing).
+IDLE_MAX_LISTENING_S = 5.0
 START_RETRY_S = 60.0  # how long start-up keeps retrying a database that does not answer
 SHUTDOWN_ERROR = "worker stopped before the handler finished (shutdown timeout)"
 # After a database error the loop waits this long (doubling) before trying again.
@@ -101,6 +103,7 @@ class Worker:
         self._threads: list[Any] = []
         self._rotation = 0
         self.listening = False
+        self._watcher: listen.CommitWatcher | None = None
         self.prefetch = Prefetch(self.concurrency)
         self.pool = Pool(
             self.concurrency,
@@ -178,7 +181,8 @@ class Worker:
                 background.Listener(self.using, on_unavailable=self._stop_listening)
             )
         elif (path := listen.watched_file(self.using)) is not None:
-            self._threads.append(listen.CommitWatcher(path, list(self.consumers)))
+            self._watcher = listen.CommitWatcher(path, list(self.consumers))
+            self._threads.append(self._watcher)
         for t in self._threads:
             t.start()
         logger.info(
@@ -319,7 +323,8 @@ class Worker:
 
     def _tick(self, since: Any, idle_s: float) -> float | None:
         """One pass of the loop; returns the next idle back-off, or None to stop."""
-        idle_max = IDLE_MAX_LISTENING_S if self.listening else IDLE_MAX_S
+        woken = self.listening or (self._watcher is not None and self._watcher.watching.is_set())
+        idle_max = IDLE_MAX_LISTENING_S if woken else IDLE_MAX_S
         db_health.refresh()  # the main thread's connection, once per tick
         self._flush_completions(force=self.stop_reason is not None)
         self._expire_timeouts()

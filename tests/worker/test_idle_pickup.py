@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 import statistics
+import sys
 import threading
 import time
 from typing import Any
@@ -74,6 +75,34 @@ def test_the_commit_watcher_wakes_on_another_connection_s_commit_only(
         assert wakeup.wait("watched", 2.0, since=before)
     finally:
         watcher.stop()
+    assert not watcher.is_alive()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's")
+def test_on_linux_the_watcher_sleeps_until_the_log_is_written(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """inotify, not a timer, wakes it: with the timed look pushed out to a minute, a
+    commit still wakes the queue at once, and a stop ends the thread at once."""
+    path = listen.watched_file("default")
+    if path is None:
+        pytest.skip("the database has no commit counter to watch (NOTIFY wakes workers)")
+    monkeypatch.setattr(send_one.Wake, "__call__", lambda self: None)
+    monkeypatch.setattr(listen, "RECHECK_S", 60.0)
+    mq.create_queue("watched")
+    watcher = listen.CommitWatcher(path, ["watched"], poll_s=60.0)
+    watcher.start()
+    try:
+        assert watcher.watching.wait(5)
+        assert watcher.mode == "inotify"
+        for _ in range(3):
+            before = wakeup.generation("watched")
+            mq.send("watched", "x")
+            assert wakeup.wait("watched", 0.5, since=before)
+    finally:
+        started = time.monotonic()
+        watcher.stop()
+        assert time.monotonic() - started < 1.0
     assert not watcher.is_alive()
 
 

@@ -44,9 +44,17 @@ def test_the_worker_s_reaper_thread_waits_as_its_pace_says(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The loop really sleeps what the pace answers: passes that reap nothing wait 2, 4,
-    8, 8 s; a pass that reaps something waits one interval again."""
+    8, 8 s; a pass that reaps something waits one interval again. A pass after one that
+    found nothing runs quiet (one transaction)."""
     found = iter([{}, {}, {}, {}, {"expired_locks": 3}, {}])
-    monkeypatch.setattr(background, "reap", lambda using: next(found))
+    quiet: list[bool] = []
+
+    def reap(using: str, quiet: bool) -> dict[str, int]:
+        quiets.append(quiet)
+        return next(found)
+
+    quiets = quiet
+    monkeypatch.setattr(background, "reap", reap)
     monkeypatch.setattr(background.db_health, "refresh", lambda: None)
     monkeypatch.setattr(background, "Pace", lambda s: Pace(s, Clock(1_000_040.0)))
     loop = background.reaper_loop(1.0, "default")
@@ -61,3 +69,4 @@ def test_the_worker_s_reaper_thread_waits_as_its_pace_says(
     monkeypatch.setattr(loop.stopping, "wait", wait)
     loop.run()
     assert [min(w, 8.0) for w in waits] == [2.0, 4.0, 8.0, 8.0, 1.0, 2.0]
+    assert quiets == [False, True, True, True, True, False]
