@@ -182,6 +182,10 @@ class Listener(Service):
 WATCH_S = 0.01
 #: With inotify: how often the watcher looks anyway, should an event go missing.
 RECHECK_S = 1.0
+#: After the log was written with no new commit visible yet: how long, and how often,
+#: the watcher looks again (the commit publishes itself just after its last write).
+SETTLE_S = 0.05
+SETTLE_EVERY_S = 0.001
 
 
 def watched_file(using: str) -> str | None:
@@ -253,6 +257,11 @@ class CommitWatcher(Service):
                 if self.stopping.is_set():
                     return
                 now = conn.execute("PRAGMA data_version").fetchone()[0]
+                if now == version and changes is not None and not gone:
+                    # The log was written but the commit is not visible yet: a commit
+                    # writes its frames first and publishes them in the shared-memory
+                    # index after (which inotify cannot see). Look again for a moment.
+                    now = self._settle(conn, version)
                 if now != version:
                     version = now
                     for queue in self.queues:
@@ -263,6 +272,18 @@ class CommitWatcher(Service):
             if changes is not None:
                 changes.close()
             conn.close()
+
+    def _settle(self, conn: sqlite3.Connection, version: int) -> int:
+        """The commit counter once it moves, looking every ``SETTLE_EVERY_S`` for up to
+        ``SETTLE_S`` (a write that was no commit, say a transaction spilling its pages,
+        leaves it where it was; its commit writes the log again)."""
+        deadline = time.monotonic() + SETTLE_S
+        now = version
+        while now == version and time.monotonic() < deadline:
+            if self.stopping.wait(SETTLE_EVERY_S):
+                break
+            now = conn.execute("PRAGMA data_version").fetchone()[0]
+        return int(now)
 
 
 _shared: dict[str, Listener] = {}
