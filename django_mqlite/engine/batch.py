@@ -120,14 +120,14 @@ class Batch:
 
     def send(self, queue: str, body: Any, **options: Any) -> int:
         """Send a child (``mq.send``'s keywords); returns its seq."""
-        self._check(queue, options.pop("using", None))
+        self.check(queue, options.pop("using", None))
         seq = send.send(queue, body, using=self.alias, **options)
         self.join([seq])
         return seq
 
     def send_batch(self, queue: str, messages: Sequence[OutMessage]) -> list[int]:
         """Send many children (``mq.send_batch``); a dedup-conflict slot is seq 0."""
-        self._check(queue, None)
+        self.check(queue, None)
         seqs = send.send_batch(queue, messages, using=self.alias)
         self.join(seqs)
         return seqs
@@ -150,7 +150,9 @@ class Batch:
         self._children.update(joined)
         return joined
 
-    def _check(self, queue: str, using: str | None) -> None:
+    def check(self, queue: str, using: str | None) -> None:
+        """Refuse (``CrossDatabaseError``) a child on ``queue`` that would not live on
+        the batch's database, before it is sent."""
         self._require_open()
         alias = databases.alias_of(using, queue)
         if alias != self.alias:
