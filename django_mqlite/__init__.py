@@ -18,6 +18,8 @@ from . import admission
 from .consumers import consumer
 from .engine import clock
 from .engine.aio import apeek, areceive, asend, asend_batch, astats
+from .engine.batch import Batch, batch_results, get_batch
+from .engine.cancel import cancel_scheduled
 from .engine.claim import receive, receive_deferred
 from .engine.control import pause_queue, resume_queue
 from .engine.databases import database_of
@@ -28,7 +30,7 @@ from .engine.once import once, prune_once
 from .engine.queues import create_queue, delete_queue, get_queue, list_queues, update_queue
 from .engine.received import Received
 from .engine.redrive import purge, purge_everything, redrive
-from .engine.send import cancel_scheduled, send, send_batch
+from .engine.send import send, send_batch
 from .engine.settle import (
     abandon,
     complete,
@@ -52,6 +54,9 @@ from .engine.topics import (
     unsubscribe,
 )
 from .engine.types import (
+    BatchInfo,
+    BatchState,
+    Callback,
     Completion,
     Mode,
     Ordering,
@@ -64,6 +69,7 @@ from .engine.types import (
     Topic,
 )
 from .exceptions import (
+    BatchNotFoundError,
     CrossDatabaseError,
     DedupConflictError,
     GroupRequiredError,
@@ -81,6 +87,11 @@ from .exceptions import (
 )
 
 __all__ = [
+    "Batch",
+    "BatchInfo",
+    "BatchNotFoundError",
+    "BatchState",
+    "Callback",
     "Completion",
     "CrossDatabaseError",
     "DedupConflictError",
@@ -113,6 +124,8 @@ __all__ = [
     "asend",
     "asend_batch",
     "astats",
+    "batch",
+    "batch_results",
     "cancel_scheduled",
     "clock",
     "complete",
@@ -124,6 +137,7 @@ __all__ = [
     "defer",
     "delete_queue",
     "delete_topic",
+    "get_batch",
     "get_queue",
     "get_topic",
     "history",
@@ -166,3 +180,19 @@ def subscribe_task(
     from .tasks.topics import subscribe_task as subscribe
 
     return subscribe(topic, task, filter, using=using)
+
+
+def batch(
+    *,
+    on_complete: Callback | None = None,
+    on_success: Callback | None = None,
+    on_failure: Callback | None = None,
+    using: str | None = None,
+) -> Batch:
+    """A batch of messages with callbacks, as a context manager:
+    ``with mq.batch(on_complete=mq.Callback(queue, body)) as b: b.send(queue, body)``.
+    ``on_complete`` is enqueued when every child has settled, ``on_success`` only when
+    every child completed, ``on_failure`` only when one was dead-lettered; each exactly
+    once, in the transaction of the settlement that finishes the batch (see
+    ``docs/workflows.md``)."""
+    return Batch(on_complete=on_complete, on_success=on_success, on_failure=on_failure, using=using)

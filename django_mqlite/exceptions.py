@@ -82,8 +82,15 @@ class TopicExistsError(MQLiteError):
 
 
 class CrossDatabaseError(InvalidArgumentError):
-    """The queue lives on another database than the topic: a publish is one statement
-    in one database's transaction, so it cannot reach it."""
+    """The queue lives on another database than the topic or the batch: a publish is
+    one statement in one database's transaction, and a batch counts its children in the
+    transactions that settle them, so neither can reach it."""
+
+
+class BatchNotFoundError(MQLiteError):
+    """No batch has this id (on this database)."""
+
+    code = "not_found"
 
 
 class Reject(Exception):  # noqa: N818 - the name reads as a verb in handlers: raise mq.Reject(...)

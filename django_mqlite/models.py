@@ -101,6 +101,10 @@ class Message(models.Model):
     # Django Tasks: one entry per attempt (worker, start time, error class and traceback),
     # written by the lease holder; never read or written by the claim or settle paths.
     attempts = models.JSONField(null=True, blank=True)
+    # Workflows: the batch this message is a child of (``mqlite_batch.id``; NULL for a
+    # plain message). Read from the RETURNING list of every terminal statement, so a
+    # plain message's settlement runs no extra statement.
+    batch_id = models.BigIntegerField(null=True, blank=True)
 
     class Meta:
         db_table = "mqlite_message"
@@ -141,6 +145,12 @@ class Message(models.Model):
                 name="mqlite_msg_results",
                 condition=Q(state="completed"),
             ),
+            # A batch's children (progress by state, kept results, redrive of failures).
+            models.Index(
+                fields=["batch_id", "state"],
+                name="mqlite_msg_batch",
+                condition=Q(batch_id__isnull=False),
+            ),
         ]
 
     def __str__(self) -> str:
@@ -157,6 +167,38 @@ class DeadLetter(Message):
             ("redrive_message", "Can redrive dead-lettered messages"),
             ("purge_message", "Can purge dead-lettered messages"),
         ]
+
+
+class Batch(models.Model):
+    """A workflow batch (``mq.batch``): its children's terminal outcomes, counted in the
+    transaction that settles each child (``engine/tally.py``), and its callbacks,
+    enqueued exactly once by the settlement that finishes it. Lives on the database of
+    its children; written only by the engine."""
+
+    id = models.BigAutoField(primary_key=True)
+    created_at = models.BigIntegerField()
+    finished_at = models.BigIntegerField(null=True, blank=True)
+    # 0/1 for the same reason as Message.blocked: the engine's SQL compares it to 1.
+    sealed = models.SmallIntegerField(default=0)
+    total = models.IntegerField(default=0)
+    completed = models.IntegerField(default=0)
+    failed = models.IntegerField(default=0)
+    cancelled = models.IntegerField(default=0)
+    # Bit mask of the callbacks already enqueued (1 on_complete, 2 on_success,
+    # 4 on_failure): each is enqueued at most once in the batch's life.
+    fired = models.SmallIntegerField(default=0)
+    callbacks = models.JSONField(null=True, blank=True)
+    # {"on_complete": seq, ...} of the callbacks enqueued, and the error of one that
+    # could not be (its queue was deleted meanwhile, say).
+    callback_seqs = models.JSONField(null=True, blank=True)
+    callback_error = models.TextField(null=True, blank=True)
+
+    class Meta:
+        db_table = "mqlite_batch"
+        verbose_name_plural = "batches"
+
+    def __str__(self) -> str:
+        return f"batch {self.id}"
 
 
 class SettlementReceipt(models.Model):

@@ -49,6 +49,7 @@ from . import (
     limits,
     lines,
     maintenance,
+    tally,
     totals,
     wakeup,
 )
@@ -85,9 +86,11 @@ def fitting(dialect: Dialect, pick: str, order: str) -> str:
 
 @dataclass(slots=True)
 class ClaimedRow(MessageRow):
-    """A row the claim returns: the message's columns and the line it held."""
+    """A row the claim returns: the message's columns, the line it held and its batch
+    (a receive-and-delete completes a batch's child in the claim, ``tally``)."""
 
     order_key: str | None
+    batch_id: int | None
 
 
 # -- name: pick --------------------------------------------------------------------------
@@ -381,6 +384,7 @@ def claim(args: ReceiveArgs) -> list[Received]:
         if delete:
             lines.release_lines(cursor, dialect, q.id, [r.order_key for r in rows])
             totals.bump_totals(cursor, dialect, q.id, delivered=len(rows), completed=len(rows))
+            tally.count(cursor, dialect, [(r.batch_id, tally.COMPLETED) for r in rows])
         else:
             totals.bump_totals(cursor, dialect, q.id, delivered=len(rows))
         got = [to_received(q, r, dialect, alias, args.worker_id) for r in rows]

@@ -11,12 +11,15 @@ function that decides what a burial entails:
 - the line the message leaves is released (its group's next message becomes claimable);
 - the queue counts it: ``dead_lettered`` and its cause (``exhausted``, ``rejected`` or
   ``expired``), so ``dead_lettered == exhausted + rejected + TTL dead-letters`` holds;
+- a child of a batch counts there as failed (``tally``), which may finish the batch
+  and enqueue its callbacks;
 - when the queue names a ``forward_dead_letters_to`` that exists, the message moves
   there at once as an active message (delivery count reset), counted as redriven on
   the source and enqueued on the target, and it keeps where it came from and the
   deliveries it had (``forwarded_from``, ``forwarded_deliveries``: what SQS shows as
   ``DeadLetterQueueSourceArn`` and a receive count that keeps counting). A target that
-  no longer exists leaves it here.
+  no longer exists leaves it here. A forwarded child leaves its batch (counted as
+  failed there); a redrive (``move_rows``) puts a dead child back in its batch.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from typing import NamedTuple
 
 from django.db.backends.utils import CursorWrapper
 
-from . import batches, events, lines, totals
+from . import batches, events, lines, tally, totals
 from .clock import now_ms
 from .dialects import Dialect
 from .rows import QUEUE_COLUMNS, QueueRow
@@ -39,11 +42,12 @@ EXHAUSTED_REASON = "MaxDeliveryCountExceeded"
 
 
 class Buried(NamedTuple):
-    """A row a statement has just dead-lettered: its queue, seq and line."""
+    """A row a statement has just dead-lettered: its queue, seq, line and batch."""
 
     queue_id: int
     seq: int
     order_key: str | None
+    batch_id: int | None = None
 
 
 def buried(
@@ -68,6 +72,7 @@ def buried(
         per_queue.setdefault(r.queue_id, []).append(r.seq)
     for queue_id, seqs in per_queue.items():
         totals.bump_totals(cursor, dialect, queue_id, dead_lettered=len(seqs), **{cause: len(seqs)})
+    tally.count(cursor, dialect, [(r.batch_id, tally.FAILED) for r in rows])
     sources = _forwarding_sources(cursor, sorted(per_queue), source)
     out: dict[int, str] = {}
     for q in sources:
@@ -126,6 +131,7 @@ def move_rows(
         + (
             "forwarded_from = %s, "
             "forwarded_deliveries = COALESCE(forwarded_deliveries, 0) + delivery_count, "
+            "batch_id = NULL, "
             if forward
             else "forwarded_from = NULL, forwarded_deliveries = NULL, "
         )
@@ -133,7 +139,7 @@ def move_rows(
         f"blocked = {'1' if strict else 'CASE WHEN group_id IS NULL THEN 0 ELSE 1 END'} "
         "WHERE queue_id = %s AND state = 'dead_lettered' "
         f"AND seq IN ({batches.placeholders(len(seqs))}) "
-        "RETURNING seq, order_key",
+        "RETURNING seq, order_key, batch_id",
         [
             *(target.id, now, expires),
             *([source.name] if forward else []),
@@ -143,7 +149,9 @@ def move_rows(
     )
     rows = cursor.fetchall()
     # Moved rows rejoin their lines blocked; the line's head is then re-established.
-    lines.release_lines(cursor, dialect, target.id, [key for _, key in rows])
+    lines.release_lines(cursor, dialect, target.id, [key for _, key, _ in rows])
+    if not forward:
+        tally.count(cursor, dialect, [(batch_id, tally.REOPENED) for _, _, batch_id in rows])
     if rows:
         totals.bump_totals(cursor, dialect, source.id, redriven=len(rows))
         if target.id != source.id:
@@ -153,6 +161,6 @@ def move_rows(
             events.after_commit(
                 cursor.db.alias,
                 events.message_redriven,
-                [{**moved, "seq": seq} for seq, _ in rows],
+                [{**moved, "seq": seq} for seq, _, _ in rows],
             )
-    return [seq for seq, _ in rows]
+    return [seq for seq, _, _ in rows]

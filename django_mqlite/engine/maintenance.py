@@ -21,7 +21,7 @@ from django.db import transaction
 from django.db.backends.utils import CursorWrapper
 
 from ..conf import mqlite_settings
-from . import databases, events, history, lines, totals
+from . import databases, events, history, lines, tally, totals
 from .clock import now_ms
 from .dead_letters import EXHAUSTED_REASON, Buried, buried
 from .dialects import Dialect
@@ -76,20 +76,20 @@ def reclaim_sql(dialect: Dialect, pick_where: str, index: str) -> str:
         f"WHERE seq IN (SELECT seq FROM mqlite_message {dialect.index_hint(index)} "
         f"WHERE {pick_where} "
         f"LIMIT %s {dialect.lock_suffix()}) "
-        "RETURNING queue_id, state, order_key, seq"
+        "RETURNING queue_id, state, order_key, seq, batch_id"
     )
 
 
 def apply_reclaimed(cursor: CursorWrapper, dialect: Dialect, rows: list[Any]) -> None:
-    """Count the reclaimed rows (queue id, state, order key, seq): each is a retry or,
+    """Count the reclaimed rows (queue id, state, order key, seq, batch): each is a retry or,
     when it was the last allowed delivery, a burial (``dead_letters.buried``)."""
     per_queue: dict[int, Counter[str]] = {}
-    for queue_id, state, _key, _seq in rows:
+    for queue_id, state, _key, _seq, _batch in rows:
         per_queue.setdefault(queue_id, Counter())[state] += 1
     for queue_id, c in per_queue.items():
         total = c["active"] + c["dead_lettered"]
         totals.bump_totals(cursor, dialect, queue_id, reclaimed=total, retried=c["active"])
-    dead = [Buried(q, seq, key) for q, state, key, seq in rows if state == "dead_lettered"]
+    dead = [Buried(q, seq, key, b) for q, state, key, seq, b in rows if state == "dead_lettered"]
     buried(cursor, dialect, dead, "exhausted")
 
 
@@ -221,25 +221,26 @@ def expire_ttl(alias: str) -> int:
             "UPDATE mqlite_message SET state = 'dead_lettered', lock_token = NULL, "
             "locked_until = NULL, locked_by = NULL, dead_letter_reason = %s, "
             "dead_letter_description = 'time to live ran out', dead_lettered_at = %s "
-            f"WHERE seq IN ({_ttl_pick(dialect)}) RETURNING queue_id, order_key, seq",
+            f"WHERE seq IN ({_ttl_pick(dialect)}) RETURNING queue_id, order_key, seq, batch_id",
             [TTL_EXPIRED, now, now, True, _chunk()],
         )
         rows = cursor.fetchall()
-        buried(cursor, dialect, [Buried(q, seq, key) for q, key, seq in rows], "expired")
-        _expired(cursor, [(q, seq) for q, _, seq in rows], True)
+        buried(cursor, dialect, [Buried(q, seq, key, b) for q, key, seq, b in rows], "expired")
+        _expired(cursor, [(q, seq) for q, _, seq, _ in rows], True)
         return len(rows)
 
     def drop(cursor: CursorWrapper, dialect: Dialect, now: int) -> int:
         cursor.execute(
             f"DELETE FROM mqlite_message WHERE seq IN ({_ttl_pick(dialect)}) "
-            "RETURNING queue_id, order_key, seq",
+            "RETURNING queue_id, order_key, seq, batch_id",
             [now, False, _chunk()],
         )
         rows = cursor.fetchall()
-        lines.release_by_queue(cursor, dialect, [(q, key) for q, key, _ in rows])
-        for queue_id, n in Counter(q for q, _, _ in rows).items():
+        lines.release_by_queue(cursor, dialect, [(q, key) for q, key, _, _ in rows])
+        for queue_id, n in Counter(q for q, _, _, _ in rows).items():
             totals.bump_totals(cursor, dialect, queue_id, expired=n)
-        _expired(cursor, [(q, seq) for q, _, seq in rows], False)
+        tally.count(cursor, dialect, [(b, tally.CANCELLED) for _, _, _, b in rows])
+        _expired(cursor, [(q, seq) for q, _, seq, _ in rows], False)
         return len(rows)
 
     return _repeat(alias, bury) + _repeat(alias, drop)

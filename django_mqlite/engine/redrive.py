@@ -15,12 +15,14 @@ from django.db.backends.utils import CursorWrapper
 
 from ..conf import mqlite_settings
 from ..exceptions import InvalidArgumentError
-from . import arguments, batches, databases, lines, totals
+from . import arguments, batches, databases, lines, tally, totals
 from .clock import now_ms
 from .dead_letters import Buried, buried, move_rows
 from .dialects import Dialect
 from .rows import load_queue
-from .types import State
+from .types import LIVE_STATES, State
+
+LIVE = tuple(s.value for s in LIVE_STATES)
 
 
 def _check_seqs(seqs: object) -> list[int] | None:
@@ -151,14 +153,18 @@ def _purge(
 def delete_rows(
     cursor: CursorWrapper, dialect: Dialect, queue_id: int, state: str, seqs: list[int], total: str
 ) -> int:
-    """Delete these rows if they are still in ``state``; count them under ``total``."""
+    """Delete these rows if they are still in ``state``; count them under ``total``.
+    A batch's child removed while live (waiting or in flight) counts as cancelled
+    there; dead letters and kept results were counted when they ended."""
     cursor.execute(
         f"DELETE FROM mqlite_message WHERE queue_id = %s AND state = %s "
-        f"AND seq IN ({batches.placeholders(len(seqs))}) RETURNING order_key",
+        f"AND seq IN ({batches.placeholders(len(seqs))}) RETURNING order_key, batch_id",
         [queue_id, state, *seqs],
     )
     rows = cursor.fetchall()
     lines.release_lines(cursor, dialect, queue_id, [r[0] for r in rows])
+    if state in LIVE:
+        tally.count(cursor, dialect, [(r[1], tally.CANCELLED) for r in rows])
     if rows and total:
         totals.bump_totals(cursor, dialect, queue_id, **{total: len(rows)})
     return len(rows)
@@ -185,12 +191,12 @@ def bury(
             "UPDATE mqlite_message SET state = 'dead_lettered', dead_letter_reason = %s, "
             "dead_letter_description = %s, dead_lettered_at = %s "
             "WHERE seq = %s AND queue_id = %s AND state IN ('active', 'scheduled', 'deferred') "
-            "RETURNING order_key",
+            "RETURNING order_key, batch_id",
             [reason, description[:4096], now, seq, q.id],
         )
         row = cursor.fetchone()
         if row is None:
             return False
-        (order_key,) = row
-        buried(cursor, dialect, [Buried(q.id, seq, order_key)], "rejected", source=q)
+        order_key, batch_id = row
+        buried(cursor, dialect, [Buried(q.id, seq, order_key, batch_id)], "rejected", source=q)
         return True

@@ -1,4 +1,5 @@
-"""Producing: ``send``, ``send_batch``, ``cancel_scheduled``.
+"""Producing: ``send``, ``send_batch`` (and ``enqueue_in``, the general path for the
+engine's own sends).
 
 A send is an INSERT in the caller's transaction when one is open (the outbox): nothing
 is claimable until it commits, and a rollback leaves nothing behind.
@@ -252,20 +253,9 @@ def _insert(
             r.seq = seq
 
 
-def cancel_scheduled(queue: str, seq: int, *, using: str | None = None) -> bool:
-    """Remove a scheduled message that was never delivered. False if there was none."""
-    alias = databases.alias_of(using, queue)
-    cursor, dialect = databases.ctx(alias)
-    arguments.check_seq(seq)
-    with transaction.atomic(using=alias):
-        q = load_queue(cursor, queue)
-        cursor.execute(
-            "DELETE FROM mqlite_message WHERE seq = %s AND queue_id = %s "
-            "AND state = 'scheduled' AND delivery_count = 0 RETURNING order_key",
-            [seq, q.id],
-        )
-        row = cursor.fetchone()
-        if row is None:
-            return False
-        lines.release_lines(cursor, dialect, q.id, [row[0]])
-        return True
+def enqueue_in(alias: str, queue: str, msg: OutMessage) -> int:
+    """Send ``msg`` on database ``alias`` by the general path (admission, dedup, lines),
+    joining the transaction open there: how the engine enqueues a message of its own
+    (a batch's callback) inside the statement's transaction that calls for it. Raises
+    as ``send`` does, having written nothing."""
+    return _send(queue, [msg], using=alias, single=True)[0]

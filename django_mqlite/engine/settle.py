@@ -43,7 +43,17 @@ from django.db import transaction
 from django.db.backends.utils import CursorWrapper
 
 from ..exceptions import InvalidArgumentError, LockLostError, MessageGoneError
-from . import arguments, batches, canonical_json, databases, heartbeat, lines, receipts, totals
+from . import (
+    arguments,
+    batches,
+    canonical_json,
+    databases,
+    heartbeat,
+    lines,
+    receipts,
+    tally,
+    totals,
+)
 from .clock import from_ms, now_ms
 from .dead_letters import Buried, buried
 from .dialects import Dialect
@@ -177,6 +187,7 @@ def complete_many(
         if rows:
             lines.release_lines(cursor, dialect, q.id, [r.order_key for r in rows])
             totals.bump_totals(cursor, dialect, q.id, completed=len(rows))
+            tally.count(cursor, dialect, [(r.batch_id, tally.COMPLETED) for r in rows])
         return {r.seq: Settled(r.seq, Outcome.COMPLETED) for r in rows}
 
     return _settle(queue, using, "complete", [(s, t, "") for s, t in pairs], apply, lapsed)
@@ -247,7 +258,9 @@ def abandon_many(
             [*params, mx, now, mx, mx, now, *fence_params],
         )
         rows = [MovedRow(*r) for r in cursor.fetchall()]
-        dead = [Buried(q.id, r.seq, r.order_key) for r in rows if r.state == "dead_lettered"]
+        dead = [
+            Buried(q.id, r.seq, r.order_key, r.batch_id) for r in rows if r.state == "dead_lettered"
+        ]
         totals.bump_totals(
             cursor, dialect, q.id, abandoned=len(rows), retried=len(rows) - len(dead)
         )
@@ -293,7 +306,7 @@ def reject_many(
             [*params, now, *fence_params],
         )
         rows = [MovedRow(*r) for r in cursor.fetchall()]
-        dead = [Buried(q.id, r.seq, r.order_key) for r in rows]
+        dead = [Buried(q.id, r.seq, r.order_key, r.batch_id) for r in rows]
         return _with_burials(cursor, dialect, q, rows, dead, "rejected")
 
     requests = [(c[0], c[1], receipts.reject_args(c[2], c[3])) for c in checked]

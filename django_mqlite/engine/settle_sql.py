@@ -27,20 +27,23 @@ from .types import Completion
 
 @dataclass(slots=True)
 class LeftRow:
-    """A row a completion took: its seq and the line it left (``RETURNING seq,
-    order_key``)."""
+    """A row a completion took: its seq, the line it left and its batch (``RETURNING
+    seq, order_key, batch_id``)."""
 
     seq: int
     order_key: str | None
+    batch_id: int | None
 
 
 @dataclass(slots=True)
 class MovedRow:
-    """A row an abandon or a reject moved: its seq, its new state and its line."""
+    """A row an abandon or a reject moved: its seq, its new state, its line and its
+    batch."""
 
     seq: int
     state: str
     order_key: str | None
+    batch_id: int | None
 
 
 @dataclass(slots=True)
@@ -109,7 +112,8 @@ ABANDON = (
     "dead_lettered_at = CASE WHEN delivery_count >= %s THEN %s ELSE dead_lettered_at END, "
     f"last_error = COALESCE(v.error, mqlite_message.last_error), {_ATTEMPTS} "
     "FROM v WHERE {fence} "
-    "RETURNING mqlite_message.seq, mqlite_message.state, mqlite_message.order_key"
+    "RETURNING mqlite_message.seq, mqlite_message.state, mqlite_message.order_key, "
+    "mqlite_message.batch_id"
 )
 
 # -- name: reject ----------------------------------------------------------------------
@@ -122,7 +126,8 @@ REJECT = (
     "dead_letter_description = v.description, dead_lettered_at = %s, "
     f"last_error = COALESCE(v.error, mqlite_message.last_error), {_ATTEMPTS} "
     "FROM v WHERE {fence} "
-    "RETURNING mqlite_message.seq, mqlite_message.state, mqlite_message.order_key"
+    "RETURNING mqlite_message.seq, mqlite_message.state, mqlite_message.order_key, "
+    "mqlite_message.batch_id"
 )
 
 
@@ -141,12 +146,12 @@ def complete_plain(
         cursor.execute(
             "UPDATE mqlite_message SET state = 'completed', completed_at = %s, lock_token = NULL, "
             f"locked_until = NULL, locked_by = NULL, result = NULL WHERE {where} "
-            "RETURNING seq, order_key",
+            "RETURNING seq, order_key, batch_id",
             [now, q.id, now, *flat],
         )
     else:
         cursor.execute(
-            f"DELETE FROM mqlite_message WHERE {where} RETURNING seq, order_key",
+            f"DELETE FROM mqlite_message WHERE {where} RETURNING seq, order_key, batch_id",
             [q.id, now, *flat],
         )
     return [LeftRow(*r) for r in cursor.fetchall()]
@@ -180,7 +185,7 @@ def complete_kept(
         f"UPDATE mqlite_message {hint} SET state = 'completed', completed_at = %s, "
         "lock_token = NULL, locked_until = NULL, locked_by = NULL, result = v.result, "
         f"{_ATTEMPTS.format(append=append)} FROM v WHERE {where} "
-        "RETURNING mqlite_message.seq, mqlite_message.order_key",
+        "RETURNING mqlite_message.seq, mqlite_message.order_key, mqlite_message.batch_id",
         [*params, now, *fence_params],
     )
     return [LeftRow(*r) for r in cursor.fetchall()]

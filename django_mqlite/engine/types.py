@@ -8,6 +8,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..exceptions import InvalidArgumentError
 from .clock import from_ms
 
 
@@ -230,3 +231,50 @@ class Topic:
     name: str
     created_at: dt.datetime
     subscriptions: list[Subscription]
+
+
+@dataclass(frozen=True, init=False)
+class Callback:
+    """A message a batch enqueues when it finishes (``mq.batch(on_complete=...)``): a
+    queue, a body and the keywords of ``mq.send`` (``scheduled_at`` aside: a callback's
+    time is the batch's end, so ``delay`` is the way to put it later)."""
+
+    queue: str
+    message: OutMessage
+
+    def __init__(self, queue: str, body: Any, **keywords: Any) -> None:
+        try:
+            message = OutMessage(body, **keywords)
+        except TypeError as exc:
+            raise InvalidArgumentError(f"Callback: {exc}") from None
+        object.__setattr__(self, "queue", queue)
+        object.__setattr__(self, "message", message)
+
+
+class BatchState(enum.StrEnum):
+    """A batch's state: ``open`` (being created, seen only by the creating transaction),
+    ``running`` (sealed, children pending) or ``finished`` (every child settled)."""
+
+    OPEN = "open"
+    RUNNING = "running"
+    FINISHED = "finished"
+
+
+@dataclass(frozen=True)
+class BatchInfo:
+    """A batch's progress (``mq.get_batch``). ``failed`` counts dead letters of any
+    reason; ``cancelled`` counts children removed without running (cancelled, purged
+    while waiting, expired on a queue that does not dead-letter); ``callbacks`` maps
+    each callback enqueued (``on_complete``, ``on_success``, ``on_failure``) to its seq."""
+
+    id: int
+    total: int
+    pending: int
+    completed: int
+    failed: int
+    cancelled: int
+    state: BatchState
+    created_at: dt.datetime
+    finished_at: dt.datetime | None
+    callbacks: dict[str, int]
+    callback_error: str | None

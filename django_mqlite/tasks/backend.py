@@ -22,6 +22,7 @@ from django.db import IntegrityError
 from django.utils import timezone
 
 from ..engine import clock, databases
+from ..engine.batch import current as current_batch
 from ..exceptions import QueueExistsError, QueueNotFoundError
 from .compat import (
     BaseTaskBackend,
@@ -190,7 +191,10 @@ class MQLiteBackend(BaseTaskBackend):  # type: ignore[misc,unused-ignore]
         one's result. Periodic schedules use it with the occurrence's time as key."""
         return self._enqueue(task, args, kwargs, message_id=key)
 
-    def _enqueue(self, task: Task, args: Any, kwargs: Any, *, message_id: str | None) -> TaskResult:
+    def message(self, task: Task, args: Any, kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The signed envelope of a call of ``task`` and the keywords of its send: what
+        ``enqueue`` sends, and what a batch callback (``tasks.batches.callback``) keeps
+        to send when its batch finishes."""
         self.validate_task(task)
         body = envelope(task, args, kwargs, self.alias)
         _, _, timeout = self.policy(task)
@@ -200,15 +204,25 @@ class MQLiteBackend(BaseTaskBackend):  # type: ignore[misc,unused-ignore]
         if run_after is not None:  # kept in the body: the row's visible_at moves on claims
             body["run_after"] = clock.to_ms(run_after)
         seal(body, timeout=timeout, priority=task.priority)
-        seq, enqueued_ms = self._send(
-            task.queue_name,
-            body,
-            subject=f"{SUBJECT_PREFIX}{task.module_path}"[:256],
-            priority=task.priority,
-            scheduled_at=run_after,
-            properties={"timeout": timeout} if timeout is not None else None,
-            message_id=message_id,
-        )
+        options = {
+            "subject": f"{SUBJECT_PREFIX}{task.module_path}"[:256],
+            "priority": task.priority,
+            "scheduled_at": run_after,
+            "properties": {"timeout": timeout} if timeout is not None else None,
+        }
+        return body, options
+
+    def _enqueue(self, task: Task, args: Any, kwargs: Any, *, message_id: str | None) -> TaskResult:
+        body, options = self.message(task, args, kwargs)
+        # Inside ``with mq.batch(...)``, the task joins the batch (its database checked
+        # before anything is sent).
+        open_batch = current_batch()
+        using = self.database_for(task.queue_name)
+        if open_batch is not None:
+            open_batch.check(task.queue_name, using)
+        seq, enqueued_ms = self._send(task.queue_name, body, message_id=message_id, **options)
+        if open_batch is not None:
+            open_batch.join([seq])
         result: TaskResult[Any, Any] = TaskResult(
             task=task,
             id=self._result_id(task.queue_name, seq),
@@ -238,7 +252,6 @@ class MQLiteBackend(BaseTaskBackend):  # type: ignore[misc,unused-ignore]
 
     def _send(self, queue: str, body: Any, **options: Any) -> tuple[int, int]:
         """(seq, stored enqueue time in ms), creating the queue on first use."""
-        from ..engine.queues import create_queue
         from ..engine.send import send_stamped as send
 
         using = self.database_for(queue)
@@ -246,11 +259,17 @@ class MQLiteBackend(BaseTaskBackend):  # type: ignore[misc,unused-ignore]
             return send(queue, body, using=using, **options)
         except QueueNotFoundError:
             pass
-        try:
-            create_queue(queue, using=using, **self.queue_options)
-        except (IntegrityError, QueueExistsError):  # created meanwhile, settings its own
-            pass
+        self.ensure_queue(queue)
         return send(queue, body, using=using, **options)
+
+    def ensure_queue(self, queue: str) -> None:
+        """Create ``queue`` with the backend's queue options unless it exists."""
+        from ..engine.queues import create_queue
+
+        try:
+            create_queue(queue, using=self.database_for(queue), **self.queue_options)
+        except (IntegrityError, QueueExistsError):  # it exists, with settings its own
+            pass
 
     # -- results ------------------------------------------------------------------------
 

@@ -33,7 +33,7 @@ def names(row_type: type) -> list[str]:
 
 def test_the_column_lists_are_the_dataclasses() -> None:
     assert MESSAGE_COLUMNS == columns(MessageRow) == ", ".join(names(MessageRow))
-    assert names(claim.ClaimedRow) == [*names(MessageRow), "order_key"]
+    assert names(claim.ClaimedRow) == [*names(MessageRow), "order_key", "batch_id"]
 
 
 @pytest.mark.parametrize("dialect", [PostgreSQLDialect(), SQLiteDialect()], ids=lambda d: d.vendor)

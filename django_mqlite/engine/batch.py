@@ -1,0 +1,260 @@
+"""Batches: a group of messages with callbacks enqueued exactly once when the last of
+them settles (``mq.batch``, ``mq.get_batch``).
+
+``with mq.batch(on_complete=mq.Callback(queue, body), ...) as b: b.send(queue, body)``
+opens ``transaction.atomic`` on the batch's database (joining the caller's transaction
+when one is open), writes the batch row, and makes each message ``b.send`` /
+``b.send_batch`` sends (by the ordinary send, admission and all) a child: one guarded
+``UPDATE`` sets its ``batch_id``, only on a live message in no batch (a send that
+producer dedup collapsed into a message already finished, or already in a batch, adds
+no child). At the end of the block the batch is sealed with its total: before that no
+callback can fire, since the count of an unsealed batch never finishes it, and nothing
+is visible to any other transaction until the caller's commits. A block that sent no
+child raises ``InvalidArgumentError``; a block that raises rolls the batch and its
+children back with the rest.
+
+Counting and firing are ``tally``'s (its docstring has the rule). A batch lives on one
+database: its callbacks' queues and its children's must all be there
+(``CrossDatabaseError`` otherwise, before anything is written); its database is
+``using``, else the one its callbacks' queues live on, else ``MQLITE["DATABASE"]``.
+
+While a block is open, ``current()`` is the batch it builds, in this thread or task:
+how an integration (the Django Tasks backend) makes what it enqueues join the batch.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextvars
+import json
+import sys
+from collections.abc import Sequence
+from types import TracebackType
+from typing import Any
+
+from django.db import transaction
+
+from ..exceptions import BatchNotFoundError, CrossDatabaseError, InvalidArgumentError
+from . import arguments, batches, databases, lines, send, tally
+from .admission import admit
+from .clock import from_ms, now_ms
+from .rows import load_queue
+from .types import BatchInfo, BatchState, Callback, OutMessage
+
+_current: contextvars.ContextVar[Batch | None] = contextvars.ContextVar(
+    "mqlite_batch", default=None
+)
+
+
+def current() -> Batch | None:
+    """The batch an open ``mq.batch`` block builds in this context, if any."""
+    return _current.get()
+
+
+class Batch:
+    """The batch a ``with mq.batch(...)`` block builds (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        on_complete: Callback | None = None,
+        on_success: Callback | None = None,
+        on_failure: Callback | None = None,
+        using: str | None = None,
+    ) -> None:
+        given = {"on_complete": on_complete, "on_success": on_success, "on_failure": on_failure}
+        self._callbacks = {name: cb for name, cb in given.items() if cb is not None}
+        for name, cb in self._callbacks.items():
+            if not isinstance(cb, Callback):
+                raise InvalidArgumentError(f"{name} must be an mq.Callback")
+        self.alias = _alias(using, self._callbacks)
+        self.id = 0
+        self._children: set[int] = set()
+        self._atomic: Any = None
+        self._token: contextvars.Token[Batch | None] | None = None
+
+    # -- the block ---------------------------------------------------------------------
+
+    def __enter__(self) -> Batch:
+        now = now_ms()
+        specs = {name: _spec(cb, now) for name, cb in self._callbacks.items()}
+        self._atomic = transaction.atomic(using=self.alias)
+        self._atomic.__enter__()
+        try:
+            cursor, dialect = databases.ctx(self.alias)
+            for cb in self._callbacks.values():
+                load_queue(cursor, cb.queue)
+            cursor.execute(
+                "INSERT INTO mqlite_batch (created_at, sealed, total, completed, failed, "
+                f"cancelled, fired, callbacks) VALUES (%s, 0, 0, 0, 0, 0, 0, "
+                f"{dialect.json_param()}) RETURNING id",
+                [now, json.dumps(specs)],
+            )
+            self.id = int(cursor.fetchone()[0])
+        except BaseException:
+            self._atomic.__exit__(*sys.exc_info())
+            raise
+        self._token = _current.set(self)
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._token is not None:
+            _current.reset(self._token)
+            self._token = None
+        if exc_type is None:
+            try:
+                if not self._children:
+                    raise InvalidArgumentError("a batch needs at least one child")
+                self._seal()
+            except BaseException:
+                self._atomic.__exit__(*sys.exc_info())
+                raise
+        self._atomic.__exit__(exc_type, exc, tb)
+
+    # -- children ----------------------------------------------------------------------
+
+    def send(self, queue: str, body: Any, **options: Any) -> int:
+        """Send a child (``mq.send``'s keywords); returns its seq."""
+        self.check(queue, options.pop("using", None))
+        seq = send.send(queue, body, using=self.alias, **options)
+        self.join([seq])
+        return seq
+
+    def send_batch(self, queue: str, messages: Sequence[OutMessage]) -> list[int]:
+        """Send many children (``mq.send_batch``); a dedup-conflict slot is seq 0."""
+        self.check(queue, None)
+        seqs = send.send_batch(queue, messages, using=self.alias)
+        self.join(seqs)
+        return seqs
+
+    def join(self, seqs: Sequence[int]) -> list[int]:
+        """Make these messages (just sent on the batch's database) children; returns
+        the seqs that joined (live, and in no batch yet)."""
+        self._require_open()
+        wanted = sorted({s for s in seqs if s and s not in self._children})
+        joined: list[int] = []
+        cursor, _ = databases.ctx(self.alias)
+        for chunk in batches.chunks(wanted, 500):
+            cursor.execute(
+                "UPDATE mqlite_message SET batch_id = %s WHERE batch_id IS NULL "
+                f"AND state IN {lines.LIVE_SQL} AND seq IN ({batches.placeholders(len(chunk))}) "
+                "RETURNING seq",
+                [self.id, *chunk],
+            )
+            joined += [r[0] for r in cursor.fetchall()]
+        self._children.update(joined)
+        return joined
+
+    def check(self, queue: str, using: str | None) -> None:
+        """Refuse (``CrossDatabaseError``) a child on ``queue`` that would not live on
+        the batch's database, before it is sent."""
+        self._require_open()
+        alias = databases.alias_of(using, queue)
+        if alias != self.alias:
+            raise CrossDatabaseError(
+                f"queue {queue!r} lives on database {alias!r}; this batch lives on "
+                f"{self.alias!r} (pass mq.batch(using=...) to put it there)"
+            )
+
+    def _require_open(self) -> None:
+        if self._token is None:
+            raise InvalidArgumentError("children are sent inside the batch's with block")
+
+    def _seal(self) -> None:
+        cursor, dialect = databases.ctx(self.alias)
+        cursor.execute(
+            "UPDATE mqlite_batch SET sealed = 1, total = %s WHERE id = %s AND sealed = 0 "
+            f"RETURNING {tally.BATCH_COLUMNS}",
+            [len(self._children), self.id],
+        )
+        # Children settled inside the block itself (a drain in the same transaction)
+        # were counted already: the seal may be what finishes the batch.
+        tally.finish(cursor, dialect, tally.BatchRow(*cursor.fetchone()))
+
+
+def _alias(using: str | None, callbacks: dict[str, Callback]) -> str:
+    aliases = {databases.alias_of(using, cb.queue) for cb in callbacks.values()}
+    if len(aliases) > 1:
+        raise CrossDatabaseError(
+            f"the callbacks' queues live on different databases ({', '.join(sorted(aliases))})"
+        )
+    return aliases.pop() if aliases else databases.alias_of(using)
+
+
+def _spec(cb: Callback, now: int) -> dict[str, Any]:
+    """A callback as stored on the batch: the admitted message (so what cannot be sent
+    is refused now, with nothing written), re-sent through admission when it fires."""
+    msg = cb.message
+    arguments.check_queue_name(cb.queue)
+    if msg.scheduled_at is not None:
+        raise InvalidArgumentError("a callback takes delay=, not scheduled_at=")
+    row = admit(msg, now)
+    return {
+        "queue": cb.queue,
+        "body": base64.b64encode(row.body).decode("ascii"),
+        "content_type": row.content_type,
+        "message_id": row.message_id,
+        "group_id": row.group_id,
+        "subject": row.subject,
+        "properties": None if row.properties is None else json.loads(row.properties),
+        "correlation_id": row.correlation_id,
+        "reply_to": row.reply_to,
+        "priority": row.priority,
+        "delay_ms": row.visible_at - now if row.visible_at > now else None,
+        "ttl_ms": row.ttl_ms,
+    }
+
+
+def get_batch(batch_id: int, *, using: str | None = None) -> BatchInfo:
+    """A batch's progress (``BatchInfo``); ``BatchNotFoundError`` for an unknown id."""
+    arguments.check_seq(batch_id)
+    alias = databases.alias_of(using)
+    cursor, dialect = databases.ctx(alias)
+    cursor.execute(
+        f"SELECT {tally.BATCH_COLUMNS}, created_at, finished_at, callback_error "
+        "FROM mqlite_batch WHERE id = %s",
+        [batch_id],
+    )
+    found = cursor.fetchone()
+    if found is None:
+        raise BatchNotFoundError(f"batch {batch_id} does not exist on {alias!r}")
+    *counted, created_at, finished_at, error = found
+    row = tally.BatchRow(*counted)
+    state = (
+        BatchState.OPEN
+        if not row.sealed
+        else BatchState.RUNNING
+        if row.pending
+        else BatchState.FINISHED
+    )
+    return BatchInfo(
+        id=row.id,
+        total=row.total,
+        pending=row.pending if row.sealed else row.total,
+        completed=row.completed,
+        failed=row.failed,
+        cancelled=row.cancelled,
+        state=state,
+        created_at=from_ms(created_at),
+        finished_at=None if finished_at is None else from_ms(finished_at),
+        callbacks=dict(dialect.load_json(row.callback_seqs) or {}),
+        callback_error=error,
+    )
+
+
+def batch_results(batch_id: int, *, using: str | None = None) -> dict[int, Any]:
+    """The kept results of a batch's completed children, by seq (children on queues
+    that keep results; a child whose queue does not keep them is not there)."""
+    arguments.check_seq(batch_id)
+    cursor, dialect = databases.ctx(databases.alias_of(using))
+    cursor.execute(
+        "SELECT seq, result FROM mqlite_message WHERE batch_id = %s AND state = 'completed' "
+        "ORDER BY seq",
+        [batch_id],
+    )
+    return {seq: dialect.load_json(result) for seq, result in cursor.fetchall()}

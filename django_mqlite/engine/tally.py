@@ -1,0 +1,205 @@
+"""A batch's children counted, and its callbacks fired: the one hook every terminal
+transition of a message calls.
+
+A child of a batch is a message whose ``batch_id`` is set (``batch``). Every statement
+that ends a message returns its ``batch_id`` beside what it returned already, and the
+path that ran it calls ``count`` in the same transaction with an outcome per row:
+
+- ``completed``: a completion (removed, or kept with its result), a receive-and-delete;
+- ``failed``: every dead letter, whatever its reason (``dead_letters.buried``: reject,
+  abandon on the last delivery, lease expiry, a dead worker's lock, TTL, a cancelled
+  task);
+- ``cancelled``: removed without having run: ``cancel_scheduled``, a purge of waiting
+  messages, TTL expiry on a queue that does not dead-letter;
+- ``reopened``: a redrive of a dead child (``failed`` goes back down: the batch is
+  running again).
+
+A purge of dead letters counts nothing: they were counted when they died. A dead letter
+forwarded to another queue (``forward_dead_letters_to``) leaves its batch there, counted
+as failed; what becomes of the copy is the other queue's business.
+
+``count`` runs nothing for rows without a batch, so a plain message's settlement runs
+exactly the statements it ran before batches existed. For the rows of batches it runs
+one guarded ``UPDATE`` over all their batches (joined to a ``VALUES`` list of the
+increments), which cannot count a sealed batch past its total; on PostgreSQL the batch
+rows it updates stay locked until the transaction ends, and on SQLite writers are
+serialized, so the settler whose increment brings a sealed batch's pending count to 0
+is the only one that sees it at 0 with its callbacks unfired: it marks them fired (a
+second guarded statement) and enqueues them through the ordinary send, in the same
+transaction as the settlement. The callbacks are therefore enqueued exactly once, when
+and only when that settlement commits; a rollback takes back the count and the
+callbacks together.
+
+Each callback is enqueued at most once in a batch's life. After a redrive re-opens a
+finished batch, a callback that already fired does not fire again; one that had not
+(``on_success`` of a batch that failed, once the redriven children complete) fires when
+the batch finishes again and its condition holds.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.backends.utils import CursorWrapper
+
+from ..exceptions import MQLiteError
+from . import batches, send
+from .clock import now_ms
+from .dialects import Dialect
+from .rows import columns
+from .types import OutMessage
+
+COMPLETED = "completed"
+FAILED = "failed"
+CANCELLED = "cancelled"
+REOPENED = "reopened"
+
+#: The callbacks, their bit in ``mqlite_batch.fired``, in the order they are enqueued.
+CALLBACK_BITS = {"on_complete": 1, "on_success": 2, "on_failure": 4}
+
+
+@dataclass(slots=True)
+class BatchRow:
+    """A batch as its counting statement returns it."""
+
+    id: int
+    sealed: int
+    total: int
+    completed: int
+    failed: int
+    cancelled: int
+    fired: int
+    callbacks: Any
+    callback_seqs: Any
+
+    @property
+    def pending(self) -> int:
+        return self.total - self.completed - self.failed - self.cancelled
+
+
+BATCH_COLUMNS = columns(BatchRow)
+_RETURNING = ", ".join(f"mqlite_batch.{c}" for c in BATCH_COLUMNS.split(", "))
+
+# -- name: count_children -----------------------------------------------------------------
+# Add each batch's increments (completed, failed, cancelled; a reopen is failed - 1).
+# Guarded: a sealed batch never counts past its total, and ``failed`` never goes below
+# zero. Parameters: the VALUES rows (batch id, +completed, +failed, +cancelled).
+COUNT = (
+    "WITH v (bid, dc, df, dx) AS (VALUES {values}) "
+    "UPDATE mqlite_batch SET completed = completed + v.dc, failed = failed + v.df, "
+    "cancelled = cancelled + v.dx, "
+    "finished_at = CASE WHEN v.df < 0 THEN NULL ELSE finished_at END "
+    "FROM v WHERE mqlite_batch.id = v.bid AND mqlite_batch.failed + v.df >= 0 "
+    "AND (mqlite_batch.sealed = 0 OR mqlite_batch.total - mqlite_batch.completed "
+    "- mqlite_batch.failed - mqlite_batch.cancelled >= v.dc + v.df + v.dx) "
+    f"RETURNING {_RETURNING}"
+)
+
+_DELTA = {COMPLETED: (1, 0, 0), FAILED: (0, 1, 0), CANCELLED: (0, 0, 1), REOPENED: (0, -1, 0)}
+
+
+def count(
+    cursor: CursorWrapper, dialect: Dialect, outcomes: Iterable[tuple[int | None, str]]
+) -> None:
+    """Count each (batch id, outcome) of rows a statement just ended (``batch_id`` None:
+    not a child, nothing to do), and fire the callbacks of a batch this finishes."""
+    per: dict[int, list[int]] = {}
+    for batch_id, outcome in outcomes:
+        if batch_id is None:
+            continue
+        delta = per.setdefault(int(batch_id), [0, 0, 0])
+        for k, d in enumerate(_DELTA[outcome]):
+            delta[k] += d
+    if not per:
+        return
+    ids = sorted(per)
+    if len(ids) > 1 and dialect.concurrent_writers:
+        # Two settlements that each end children of the same two batches must lock
+        # those rows in one order, or each could wait for the other.
+        cursor.execute(
+            f"SELECT id FROM mqlite_batch WHERE id IN ({batches.placeholders(len(ids))}) "
+            f"ORDER BY id {dialect.row_lock_sql(exclusive=True)}",
+            ids,
+        )
+        cursor.fetchall()
+    params: list[Any] = []
+    for batch_id in ids:
+        params += [batch_id, *per[batch_id]]
+    cursor.execute(COUNT.format(values=", ".join(["(%s, %s, %s, %s)"] * len(ids))), params)
+    for row in [BatchRow(*r) for r in cursor.fetchall()]:
+        finish(cursor, dialect, row)
+
+
+def finish(cursor: CursorWrapper, dialect: Dialect, row: BatchRow) -> None:
+    """If ``row`` (as this transaction just locked and counted it) is sealed with no
+    child pending, mark it finished and enqueue each callback that is due and has not
+    fired. A callback that cannot be enqueued (its queue was deleted since) is
+    recorded in ``callback_error`` rather than failing the settlement."""
+    if not row.sealed or row.pending != 0:
+        return
+    specs = dialect.load_json(row.callbacks) or {}
+    due = 0
+    for name, bit in CALLBACK_BITS.items():
+        if name in specs and not row.fired & bit and _condition(name, row):
+            due |= bit
+    now = now_ms()
+    cursor.execute(
+        "UPDATE mqlite_batch SET fired = %s, finished_at = %s "
+        "WHERE id = %s AND fired = %s AND sealed = 1",
+        [row.fired | due, now, row.id, row.fired],
+    )
+    if cursor.rowcount != 1 or not due:
+        return
+    seqs = dict(dialect.load_json(row.callback_seqs) or {})
+    errors: list[str] = []
+    for name, bit in CALLBACK_BITS.items():
+        if due & bit:
+            spec = specs[name]
+            msg = _message(spec, name, row)
+            try:
+                seqs[name] = send.enqueue_in(cursor.db.alias, spec["queue"], msg)
+            except MQLiteError as exc:
+                errors.append(f"{name}: {exc}")
+    cursor.execute(
+        f"UPDATE mqlite_batch SET callback_seqs = {dialect.json_param()}, "
+        "callback_error = COALESCE(%s, callback_error) WHERE id = %s",
+        [json.dumps(seqs), "; ".join(errors) or None, row.id],
+    )
+
+
+def _condition(name: str, row: BatchRow) -> bool:
+    if name == "on_success":
+        return row.completed == row.total
+    if name == "on_failure":
+        return row.failed > 0
+    return True
+
+
+def _message(spec: dict[str, Any], name: str, row: BatchRow) -> OutMessage:
+    """The callback's message: as given to ``mq.Callback``, its properties carrying the
+    batch and its summary."""
+    summary = {
+        "batch_id": row.id,
+        "batch_callback": name,
+        "batch_total": row.total,
+        "batch_completed": row.completed,
+        "batch_failed": row.failed,
+        "batch_cancelled": row.cancelled,
+    }
+    return OutMessage(
+        base64.b64decode(spec["body"]),
+        content_type=spec["content_type"],
+        message_id=spec["message_id"],
+        group_id=spec["group_id"],
+        subject=spec["subject"],
+        properties={**(spec["properties"] or {}), **summary},
+        correlation_id=spec["correlation_id"],
+        reply_to=spec["reply_to"],
+        priority=spec["priority"],
+        delay=None if spec["delay_ms"] is None else spec["delay_ms"] / 1000,
+        ttl=None if spec["ttl_ms"] is None else spec["ttl_ms"] / 1000,
+    )
