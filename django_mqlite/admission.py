@@ -8,6 +8,8 @@ from __future__ import annotations
 from .engine.admission import (
     MAX_PROPERTIES_BYTES,
     MAX_PROPERTIES_DEPTH,
+    MAX_UNIQUE_KEY,
+    ON_CONFLICT,
     check_message,
     diagnostic,
     result_json,
@@ -27,6 +29,8 @@ __all__ = [
     "MAX_JSON_DEPTH",
     "MAX_PROPERTIES_BYTES",
     "MAX_PROPERTIES_DEPTH",
+    "MAX_UNIQUE_KEY",
+    "ON_CONFLICT",
     "BodyView",
     "attribute_problem",
     "body_view",

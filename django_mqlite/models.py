@@ -105,9 +105,20 @@ class Message(models.Model):
     # plain message). Read from the RETURNING list of every terminal statement, so a
     # plain message's settlement runs no extra statement.
     batch_id = models.BigIntegerField(null=True, blank=True)
+    # ``send(..., unique_key=...)``: at most one live message of a queue holds a key
+    # (the partial unique index below); a completed or dead-lettered one frees it.
+    unique_key = models.CharField(max_length=200, null=True, blank=True)
 
     class Meta:
         db_table = "mqlite_message"
+        constraints = [
+            # The send's ON CONFLICT target: engine/send.py repeats this predicate.
+            models.UniqueConstraint(
+                fields=["queue", "unique_key"],
+                name="mqlite_msg_unique",
+                condition=Q(unique_key__isnull=False, state__in=LIVE),
+            ),
+        ]
         indexes = [
             # The claim: seek the first claimable row in (priority desc, seq) order.
             models.Index(

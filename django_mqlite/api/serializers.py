@@ -8,6 +8,7 @@ from typing import Any
 
 from rest_framework import serializers
 
+from ..admission import MAX_UNIQUE_KEY, ON_CONFLICT
 from ..conf import mqlite_settings
 from .fields import (
     AnyJSONField,
@@ -142,6 +143,9 @@ class OutMessageSerializer(StrictSerializer):
     delay = seconds(required=False, allow_null=True)
     scheduled_at = serializers.DateTimeField(required=False, allow_null=True)
     ttl = seconds(positive=True, required=False, allow_null=True)
+    # The engine's admission decides both; the bounds are named here for the schema.
+    unique_key = text(MAX_UNIQUE_KEY, required=False, allow_null=True)
+    on_conflict = serializers.ChoiceField(choices=ON_CONFLICT, required=False, allow_null=True)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if ("body" in attrs) == ("body_base64" in attrs):

@@ -19,6 +19,8 @@ could not is an ``InvalidArgumentError`` before anything is written.
 - Text fields (subject, message_id, group_id, correlation_id, reply_to, content_type) are
   non-empty strings of bounded length that encode to UTF-8 and hold no NUL; a content type
   holds no control character either.
+- A unique key is such a text field (at most ``MAX_UNIQUE_KEY`` characters) and comes
+  with a conflict policy of ``ON_CONFLICT``; anything else is refused here, not by a surface.
 - Settlement diagnostics (a reject's reason and description, an abandon's error) are not
   refused but made storable (``diagnostic``): a lone surrogate or NUL becomes U+FFFD, so a
   consumer that rejects with a strange reason still ends dead-lettered with it readable,
@@ -91,7 +93,27 @@ def admit(msg: OutMessage, now: int) -> Row:
         visible_at=visible_at,
         ttl_ms=ttl_ms,
         expires_at=None if ttl_ms is None else visible_at + ttl_ms,
+        unique_key=unique_key(msg.unique_key, msg.on_conflict),
     )
+
+
+#: The longest ``unique_key`` (the column holds this many characters).
+MAX_UNIQUE_KEY = 200
+#: What a send may do when its unique key is held by a live message.
+ON_CONFLICT = ("skip",)
+
+
+def unique_key(value: object, on_conflict: object) -> str | None:
+    """A send's unique key: None, or text of at most ``MAX_UNIQUE_KEY`` characters, with
+    a conflict policy from ``ON_CONFLICT`` (None means ``"skip"``; a policy without a key
+    is refused rather than ignored)."""
+    if on_conflict is not None and on_conflict not in ON_CONFLICT:
+        raise InvalidArgumentError(
+            f"on_conflict must be one of {', '.join(map(repr, ON_CONFLICT))}, not {on_conflict!r}"
+        )
+    if value is None and on_conflict is not None:
+        raise InvalidArgumentError("on_conflict needs a unique_key")
+    return text(value, "unique_key", MAX_UNIQUE_KEY)
 
 
 def check_message(msg: OutMessage) -> None:

@@ -31,6 +31,8 @@ class Row:
     #: The message's own TTL in ms (None: the queue's default applies).
     ttl_ms: int | None
     expires_at: int | None = None
+    #: At most one live message of the queue holds it (None: no key).
+    unique_key: str | None = None
     dedup_key: str | None = None
     body_hash: str | None = None
     order_key: str | None = None

@@ -3,6 +3,15 @@ engine's own sends).
 
 A send is an INSERT in the caller's transaction when one is open (the outbox): nothing
 is claimable until it commits, and a rollback leaves nothing behind.
+
+Unique keys: a message sent with ``unique_key`` holds the key while it is live (active,
+locked, deferred or scheduled); a completed or dead-lettered one frees it. The database
+enforces this with the partial unique index ``mqlite_msg_unique``, and the send is one
+``INSERT … ON CONFLICT (queue_id, unique_key) WHERE <its predicate> DO NOTHING``: a send
+whose key is held writes nothing and returns the holder's seq (``on_conflict="skip"``),
+read by a second statement only then. A send racing the holder's commit waits for it on
+PostgreSQL (the index decides, not a read); SQLite has one writer. Sends without a key run
+the statements they always did.
 """
 
 from __future__ import annotations
@@ -145,7 +154,10 @@ def _send(
                 claims[id(r)] = -1
         fresh = [r for r in rows if claims.get(id(r), 0) == 0]
         _mark_lines(cursor, dialect, q, fresh)
-        _insert(cursor, dialect, q, fresh, now)
+        if any(r.unique_key is not None for r in fresh):
+            fresh = _insert_each(cursor, dialect, q, fresh, now)
+        else:
+            _insert(cursor, dialect, q, fresh, now)
         if inserted is not None:
             inserted.extend(r.seq for r in fresh)
         for key, r in owners.items():
@@ -215,33 +227,7 @@ def _insert(
         values: list[str] = []
         params: list[Any] = []
         for r in chunk:
-            if r.order_key is None:
-                blocked_sql = "0"
-            elif r.first_in_line:
-                blocked_sql = _blocked_sql(dialect)
-                params_blocked = [q.id, r.order_key]
-            else:
-                blocked_sql = "1"
-            state = "scheduled" if r.visible_at > now else "active"
-            values.append(
-                f"(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, {blocked_sql}, %s, "
-                f"{dialect.json_param()}, %s, %s, %s, 0)"
-            )
-            params += [
-                q.id,
-                state,
-                r.priority,
-                r.visible_at,
-                r.expires_at,
-                now,
-                r.body,
-                r.message_id,
-                r.group_id,
-                r.order_key,
-            ]
-            if r.order_key is not None and r.first_in_line:
-                params += params_blocked
-            params += [r.subject, r.properties, r.correlation_id, r.reply_to, r.content_type]
+            values.append(_values_sql(dialect, q, r, now, params))
         cursor.execute(
             f"INSERT INTO mqlite_message ({_INSERT_COLUMNS}) VALUES {', '.join(values)} "
             "RETURNING seq",
@@ -259,3 +245,89 @@ def enqueue_in(alias: str, queue: str, msg: OutMessage) -> int:
     (a batch's callback) inside the statement's transaction that calls for it. Raises
     as ``send`` does, having written nothing."""
     return _send(queue, [msg], using=alias, single=True)[0]
+
+
+def _values_sql(dialect: Dialect, q: QueueRow, r: Row, now: int, params: list[Any]) -> str:
+    """The VALUES tuple of ``r`` in ``_INSERT_COLUMNS`` order; its parameters are
+    appended to ``params``."""
+    if r.order_key is None:
+        blocked_sql = "0"
+    elif r.first_in_line:
+        blocked_sql = _blocked_sql(dialect)
+    else:
+        blocked_sql = "1"
+    state = "scheduled" if r.visible_at > now else "active"
+    params += [
+        q.id,
+        state,
+        r.priority,
+        r.visible_at,
+        r.expires_at,
+        now,
+        r.body,
+        r.message_id,
+        r.group_id,
+        r.order_key,
+    ]
+    if r.order_key is not None and r.first_in_line:
+        params += [q.id, r.order_key]
+    params += [r.subject, r.properties, r.correlation_id, r.reply_to, r.content_type]
+    return (
+        f"(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, {blocked_sql}, %s, "
+        f"{dialect.json_param()}, %s, %s, %s, 0)"
+    )
+
+
+# -- name: send_unique --------------------------------------------------------------------
+# The conflict target repeats the predicate of mqlite_msg_unique (models.Message) term for
+# term, as Django renders it: SQLite takes a partial index as the target only then.
+_UNIQUE_PREDICATE = f"state IN {lines.LIVE_SQL} AND unique_key IS NOT NULL"
+_UNIQUE_CONFLICT = f"ON CONFLICT (queue_id, unique_key) WHERE {_UNIQUE_PREDICATE} DO NOTHING"
+_HOLDER = (
+    "SELECT seq FROM mqlite_message WHERE queue_id = %s AND unique_key = %s "
+    f"AND {_UNIQUE_PREDICATE}"
+)
+#: A holder can finish between the skipped insert and the read of its seq (PostgreSQL);
+#: the send then tries again, this many times in all.
+UNIQUE_ATTEMPTS = 20
+
+
+def _insert_each(
+    cursor: CursorWrapper, dialect: Dialect, q: QueueRow, rows: list[Row], now: int
+) -> list[Row]:
+    """Insert ``rows`` one statement each, in order (a batch that holds a unique key):
+    a row whose key a live message holds is skipped and takes that message's seq.
+    Returns the rows written. Each row asks whether its line has a live message, since
+    an earlier row of its line in this batch may have been skipped."""
+    written: list[Row] = []
+    for r in rows:
+        r.first_in_line = True
+        params: list[Any] = []
+        values = _values_sql(dialect, q, r, now, params)
+        if r.unique_key is None:
+            cursor.execute(
+                f"INSERT INTO mqlite_message ({_INSERT_COLUMNS}) VALUES {values} RETURNING seq",
+                params,
+            )
+            r.seq = int(cursor.fetchone()[0])
+            written.append(r)
+            continue
+        sql = (
+            f"INSERT INTO mqlite_message ({_INSERT_COLUMNS}, unique_key) "
+            f"VALUES {values[:-1]}, %s) {_UNIQUE_CONFLICT} RETURNING seq"
+        )
+        for _ in range(UNIQUE_ATTEMPTS):
+            cursor.execute(sql, [*params, r.unique_key])
+            got = cursor.fetchone()
+            if got is not None:
+                r.seq = int(got[0])
+                written.append(r)
+                break
+            cursor.execute(_HOLDER, [q.id, r.unique_key])
+            got = cursor.fetchone()
+            if got is not None:
+                r.seq = int(got[0])
+                break
+        else:
+            raise RuntimeError(f"unique_key {r.unique_key!r}: no insert and no holder")
+    return written

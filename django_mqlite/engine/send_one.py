@@ -107,7 +107,7 @@ def on_commit_wake(alias: str, queue: str, *others: str) -> None:
 def eligible(row: Row) -> bool:
     """Whether the one-statement path may try this message (the queue is checked by the
     statement itself)."""
-    return row.message_id is None and row.group_id is None
+    return row.message_id is None and row.group_id is None and row.unique_key is None
 
 
 _OTHER_TOTALS = [n for n in TOTAL_NAMES if n != "enqueued"]

@@ -341,6 +341,8 @@ def _publish(topic: str, msg: OutMessage, using: str | None) -> list[str]:
     alias = alias_of(using, topic)
     now = now_ms()
     row = admit(msg, now)
+    if row.unique_key is not None:  # a key is per queue; a publish reaches many
+        raise InvalidArgumentError("publish does not take a unique_key")
     cursor, dialect = databases.ctx(alias)
     # Reads and one write statement need no savepoint inside the caller's transaction
     # (a statement is atomic on its own, as the one-statement send); outside one, the

@@ -85,6 +85,10 @@ class OutMessage:
     delay: float | dt.timedelta | None = None
     scheduled_at: dt.datetime | None = None
     ttl: float | dt.timedelta | None = None
+    #: At most one live message per (queue, unique_key); see ``send.py``.
+    unique_key: str | None = None
+    #: What a send whose ``unique_key`` is held does: only ``"skip"`` (the default).
+    on_conflict: str | None = None
 
 
 @dataclass

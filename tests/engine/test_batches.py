@@ -258,3 +258,9 @@ def test_a_callback_whose_queue_went_away_is_recorded(qs: Any) -> None:
 def test_unknown_batch(db: Any) -> None:
     with pytest.raises(mq.BatchNotFoundError):
         mq.get_batch(12345)
+
+
+def test_a_callback_with_a_unique_key_is_refused(qs: Any) -> None:
+    with pytest.raises(mq.InvalidArgumentError, match="unique_key"):
+        mq.batch(on_complete=mq.Callback("done", "x", unique_key="k")).__enter__()
+    assert batch_rows() == 0

@@ -1,0 +1,38 @@
+"""Sending with a unique key over HTTP: the engine's rule, translated."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import django_mqlite as mq
+
+from .conftest import error, url
+
+
+def test_a_held_key_returns_the_holders_seq(api: Any, q: str) -> None:
+    path = url(f"queues/{q}/messages/")
+    first = api.post(path, {"body": 1, "unique_key": "k"}, format="json")
+    assert first.status_code == 201
+    again = api.post(path, {"body": 2, "unique_key": "k", "on_conflict": "skip"}, format="json")
+    assert again.status_code == 201
+    assert again.json() == first.json()
+    many = api.post(
+        path, {"messages": [{"body": 3, "unique_key": "k"}, {"body": 4}]}, format="json"
+    )
+    assert many.json()["seqs"][0] == first.json()["seq"]
+    assert len(mq.peek(q, limit=10)) == 2
+
+
+def test_bad_unique_key_or_policy_is_400_and_writes_nothing(api: Any, q: str) -> None:
+    path = url(f"queues/{q}/messages/")
+    for body in (
+        {"body": 1, "unique_key": "k" * 201},
+        {"body": 1, "unique_key": 5},
+        {"body": 1, "unique_key": "k", "on_conflict": "replace"},
+        {"body": 1, "on_conflict": "skip"},
+    ):
+        assert api.post(path, body, format="json").status_code == 400, body
+    error(
+        api.post(path, {"body": 1, "on_conflict": "skip"}, format="json"), 400, "invalid_argument"
+    )
+    assert mq.peek(q, limit=10) == []
