@@ -32,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import re
 import weakref
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -43,10 +44,18 @@ from .dialects import dialect_for
 
 _FORMAT = re.compile(r"(?<!%)%s")
 
-# Per database session (the driver's connection object), the names prepared on it.
-_prepared: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
-# Per statement text: its name and its PREPARE body.
-_names: dict[str, tuple[str, str, int]] = {}
+# Per database session (the driver's connection object), per label, the names prepared
+# on it, least recently used first. A label whose text varies (publish: one text per
+# topic's subscription set, so a new one after every subscription change) keeps at most
+# ``PER_LABEL`` of them: the least recently used is deallocated (DEALLOCATE) when one more
+# is prepared, so that a long-lived session does not collect a statement per change.
+_prepared: weakref.WeakKeyDictionary[Any, dict[str, OrderedDict[str, None]]] = (
+    weakref.WeakKeyDictionary()
+)
+PER_LABEL = 16
+# Per statement text: its name and its PREPARE body (bounded the same way, for the process).
+_names: OrderedDict[str, tuple[str, str, int]] = OrderedDict()
+_NAMES_MAX = 1024
 
 
 def enabled(alias: str) -> bool:
@@ -75,6 +84,8 @@ def _compile(label: str, sql: str) -> tuple[str, str, int]:
         body = _FORMAT.sub(number, sql).replace("%%", "%")
         digest = hashlib.sha1(sql.encode(), usedforsecurity=False).hexdigest()[:12]
         got = _names[sql] = (f"mqlite_{label}_{digest}", body, count)
+        if len(_names) > _NAMES_MAX:
+            _names.popitem(last=False)
     return got
 
 
@@ -90,10 +101,18 @@ def execute(cursor: CursorWrapper, alias: str, label: str, sql: str, params: Seq
     db = connections[alias]
     db.ensure_connection()
     session = db.connection
-    names = _prepared.get(session)
+    labels = _prepared.get(session)
+    if labels is None:
+        labels = _prepared[session] = {}
+    names = labels.get(label)
     if names is None:
-        names = _prepared[session] = set()
-    if name not in names:
+        names = labels[label] = OrderedDict()
+    if name in names:
+        names.move_to_end(name)
+    else:
         cursor.execute(f"PREPARE {name} AS {body}")
-        names.add(name)
+        names[name] = None
+        if len(names) > PER_LABEL:
+            old, _ = names.popitem(last=False)
+            cursor.execute(f"DEALLOCATE {old}")
     cursor.execute(f"EXECUTE {name}({', '.join(['%s'] * count)})", params)

@@ -135,3 +135,32 @@ def test_placeholders_are_numbered_and_counted() -> None:
         name.startswith("mqlite_t_") and name == prepared._compile("t", "SELECT %s, '100%%', %s")[0]
     )
     assert name != prepared._compile("t", "SELECT %s")[0]
+
+
+@prepared_sends
+@pytest.mark.skipif(
+    "connection.settings_dict.get('DISABLE_SERVER_SIDE_CURSORS')",
+    reason="behind a transaction-pooling PgBouncer the publish is never prepared",
+)
+def test_publish_statements_are_bounded_across_subscription_changes(fresh_session: None) -> None:
+    # Each subscription set is its own publish text: without the bound every change
+    # leaves one more statement prepared on the session for good.
+    changes = prepared.PER_LABEL * 2
+    mq.create_topic("t")
+    for i in range(changes + 1):
+        mq.create_queue(f"q{i}")
+    mq.subscribe("t", "q0")
+
+    def held() -> int:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM pg_prepared_statements WHERE name LIKE 'mqlite_publish%%'"
+            )
+            return int(cursor.fetchone()[0])
+
+    for n in range(changes):
+        mq.subscribe("t", f"q{n + 1}")  # one more subscription: a new publish text
+        mq.publish("t", {"n": n})  # plans it
+        mq.publish("t", {"n": n})  # runs the plan: prepared
+    assert held() == prepared.PER_LABEL
+    assert len(mq.peek("q0", limit=1000)) == changes * 2
