@@ -77,6 +77,10 @@ def test_a_killed_worker_fails_its_own_probe(workers: Any, clock: Any) -> None:
     assert mqlite_json("health", "--worker", spec)["healthy"]
     proc.kill()
     proc.communicate()
-    clock.advance(20)  # past WORKER_STALE_AFTER, with no heartbeat from the dead process
+    # Its last heartbeat wrote the real time, which a slow start can put ahead of the
+    # frozen clock: pin it to the frozen now, then step past WORKER_STALE_AFTER (the
+    # dead process writes no more).
+    Worker.objects.filter(pid=proc.pid).update(last_seen=clock.now_ms())
+    clock.advance(20)
     with pytest.raises(CommandError, match="is not alive"):
         mqlite("health", "--worker", spec, "--min-workers", "0")
