@@ -14,6 +14,24 @@ from tests.support.features import needs_notify  # noqa: F401  (a fixture for ev
 _names = itertools.count(1)
 
 
+def _listen_backlog() -> None:
+    """The live server's listen backlog: Django's test server listens with a backlog of
+    10 (``WSGIServer.request_queue_size``), and the load tests open 50 connections at once
+    from producer threads that share the server's interpreter lock. When the accept queue
+    is full, Linux drops the client's last handshake packet: the client believes it is
+    connected and sends its request, which the server never sees until a SYN-ACK
+    retransmission (up to five, about 63 s) gets through, so a request could sit past
+    its reply timeout (seen in CI: ``TimeoutError`` in tests/reliability/test_load.py,
+    with ``TcpExtListenOverflows`` counting 1,488 drops in one local run). The backlog
+    is what a production server would use; nothing of the project's own code changes."""
+    from django.core.servers.basehttp import WSGIServer
+
+    WSGIServer.request_queue_size = 1024
+
+
+_listen_backlog()
+
+
 @pytest.fixture(autouse=True)
 def _fresh_statement_caches() -> None:
     """Under mutation testing (``python -m tests.mutation``), empty the engine's

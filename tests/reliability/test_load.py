@@ -78,7 +78,10 @@ def produce(
                     # that did commit before its reply was lost.
                     out[f"{producer}-{i}"] = send(producer, i)
                     break
-                except (urllib.error.URLError, ConnectionError, OperationalError):
+                except (urllib.error.URLError, ConnectionError, TimeoutError, OperationalError):
+                    # TimeoutError: no reply in time (it is not a URLError when the
+                    # request was sent); the send may have committed, and the retry's
+                    # message_id returns its seq.
                     if attempt == 99:
                         raise
                     time.sleep(0.01 * (attempt + 1))
