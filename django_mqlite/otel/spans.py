@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from asgiref.sync import iscoroutinefunction
@@ -285,6 +285,22 @@ def _carrying(m: OutMessage, ctx: otel_context.Context) -> OutMessage:
     props = dict(m.properties or {})
     propagate.inject(props, context=ctx)
     return dataclasses.replace(m, properties=props or None)
+
+
+def attach_remote(headers: Mapping[str, str]) -> Any:
+    """Make the context of a request's ``headers`` current when no span is, and return
+    the token to detach it with; None when nothing was attached (a span is current, the
+    headers carry no valid context)."""
+    if trace.get_current_span().get_span_context().is_valid:
+        return None
+    ctx = propagate.extract(headers)
+    if not trace.get_current_span(ctx).get_span_context().is_valid:
+        return None
+    return otel_context.attach(ctx)
+
+
+def detach(token: Any) -> None:
+    otel_context.detach(token)
 
 
 def install(provider: Any = None) -> None:
