@@ -153,8 +153,11 @@ def test_an_http_receive_of_deferred_messages(spans: Any, api: Any, settings: An
     m.defer()
     got = api.post("/mq/queues/later/receive-deferred/", {"seqs": [seq]}, format="json")
     assert [r["seq"] for r in got.json()["messages"]] == [seq]
-    receive = named(spans, "receive later")[-1]
-    assert linked(receive) == [one(spans, "send later").context.span_id]
+    # The Python receive's claim, then the HTTP receive of the deferred message.
+    claim, deferred = named(spans, "receive later")
+    producer = one(spans, "send later").context.span_id
+    assert linked(claim) == linked(deferred) == [producer]
+    assert deferred.attributes["messaging.message.id"] == str(seq)
 
 
 def test_an_sqs_receive_and_its_deletes(spans: Any, sqs: Any, settings: Any) -> None:
@@ -235,6 +238,24 @@ def test_a_worker_claim_and_settlement_are_traced_once(spans: Any, settings: Any
     assert parent_of(settle) == process.context.span_id
     assert settle.attributes["messaging.operation.name"] == "defer"
     assert len(named(spans, "receive w")) == 1
+    # Finished handlers are completed in batches on the worker's main thread: the
+    # settle span of one message is its process span's child, of several it links them.
+    mq.send_batch("w", [mq.OutMessage("a"), mq.OutMessage("b")])
+    burst(registry, "w")
+    processes = [
+        s for s in named(spans, "process w") if s.context.span_id != process.context.span_id
+    ]
+    completes = [
+        s
+        for s in named(spans, "settle w")
+        if s.attributes["messaging.operation.name"] == "complete"
+    ]
+    assert len(processes) == 2 and 1 <= len(completes) <= 2
+    together = len(completes) == 1  # both completed by one statement, or one each
+    for p in processes:
+        [s] = [s for s in completes if p.context.span_id in (parent_of(s), *linked(s))]
+        assert s.attributes.get("messaging.batch.message_count", 1) == (2 if together else 1)
+        assert (parent_of(s) == p.context.span_id) is not together
 
 
 TRACE = "0af7651916cd43dd8448eb211c80319c"
