@@ -20,6 +20,11 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
+TRACE = "0af7651916cd43dd8448eb211c80319c"
+PARENT = "b7ad6b7169203331"
+TRACEPARENT = f"00-{TRACE}-{PARENT}-01"
+
+
 ON = {"TRACING_CLAIMS_AND_SETTLES": True}  # added to the surface's own MQLITE
 
 
@@ -65,14 +70,18 @@ def test_an_http_receive_and_its_settlements(spans: Any, api: Any, settings: Any
         str(second["seq"]),
     ]
 
+    # The settlement's caller sends its trace context, Django is not instrumented.
     done = api.post(
         f"/mq/queues/web/messages/{first['seq']}/complete/",
         {"lock_token": first["lock_token"]},
         format="json",
+        HTTP_TRACEPARENT=TRACEPARENT,
     )
     assert done.status_code == 204
     settle = one(spans, "settle web")
     messaging(settle, "web", "settle", "complete")
+    assert f"{settle.context.trace_id:032x}" == TRACE
+    assert f"{parent_of(settle):016x}" == PARENT
     assert settle.attributes["messaging.message.id"] == str(first["seq"])
     assert settle.attributes["messaging.mqlite.outcome"] == "completed"
     assert linked(settle) == [sent[str(first["seq"])]]
@@ -256,11 +265,6 @@ def test_a_worker_claim_and_settlement_are_traced_once(spans: Any, settings: Any
         [s] = [s for s in completes if p.context.span_id in (parent_of(s), *linked(s))]
         assert s.attributes.get("messaging.batch.message_count", 1) == (2 if together else 1)
         assert (parent_of(s) == p.context.span_id) is not together
-
-
-TRACE = "0af7651916cd43dd8448eb211c80319c"
-PARENT = "b7ad6b7169203331"
-TRACEPARENT = f"00-{TRACE}-{PARENT}-01"
 
 
 def test_an_http_send_joins_the_callers_traceparent(spans: Any, api: Any) -> None:
