@@ -246,6 +246,7 @@ def test_a_worker_claim_and_settlement_are_traced_once(spans: Any, settings: Any
     process, settle = one(spans, "process w"), one(spans, "settle w")
     assert parent_of(settle) == process.context.span_id
     assert settle.attributes["messaging.operation.name"] == "defer"
+    assert linked(settle) == [one(spans, "send w").context.span_id]  # not its parent again
     assert len(named(spans, "receive w")) == 1
     # Finished handlers are completed in batches on the worker's main thread: the
     # settle span of one message is its process span's child, of several it links them.
