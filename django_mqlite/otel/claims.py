@@ -68,10 +68,10 @@ def settled(
     """The ``settle`` span of one settlement: ``results`` as the engine answered them,
     ``carried`` the messages' properties by seq, ``processing`` the worker's open
     ``process`` span of each (None outside a worker)."""
+    current = trace.get_current_span().get_span_context()
     parent = None
-    if not trace.get_current_span().get_span_context().is_valid and len(results) == 1:
-        if processing[0] is not None:
-            parent = trace.set_span_in_context(processing[0])
+    if not current.is_valid and len(results) == 1 and processing[0] is not None:
+        parent = trace.set_span_in_context(processing[0])
     links = []
     for result, process in zip(results, processing, strict=True):
         about = {
@@ -81,7 +81,8 @@ def settled(
         producer = producer_of(carried.get(result.seq))
         if producer.is_valid:
             links.append(Link(producer, about))
-        if process is not None and parent is None:
+        # A process span that is the parent already (current, or made so) is not linked.
+        if process is not None and parent is None and not _same(process, current):
             links.append(
                 Link(process.get_span_context(), {**about, "messaging.mqlite.link": "process"})
             )
@@ -104,3 +105,9 @@ def settled(
     if lost:
         span.set_status(Status(StatusCode.ERROR, f"lock lost ({lost} of {len(results)})"))
     span.end()
+
+
+def _same(span: Any, context: trace.SpanContext) -> bool:
+    """Whether ``span`` is the span of ``context``."""
+    own = span.get_span_context()
+    return bool(own.trace_id == context.trace_id and own.span_id == context.span_id)
