@@ -51,6 +51,7 @@ from . import (
     maintenance,
     tally,
     totals,
+    tracing,
     wakeup,
 )
 from .clock import from_ms, now_ms
@@ -337,7 +338,19 @@ def receive(
 def claim(args: ReceiveArgs) -> list[Received]:
     """One claim (no waiting) with checked arguments: a replay of the attempt, or up to
     ``max_messages`` (and ``max_bytes``) of the queue's claimable messages. The queue's
-    expired leases return first, in their own statement (``expire_queue_locks``)."""
+    expired leases return first, in their own statement (``expire_queue_locks``).
+
+    Every claim of every surface (a worker, ``receive``, ``areceive``, HTTP, SQS) comes
+    here, so a claim that took messages is traced here, once (``tracing``)."""
+    tracer = tracing.watching()
+    started = tracing.now_ns() if tracer is not None else 0
+    got = _claim(args)
+    if got and tracer is not None:
+        tracer.received(args.queue, got, started)
+    return got
+
+
+def _claim(args: ReceiveArgs) -> list[Received]:
     alias = args.alias
     maintenance.expire_queue_locks(alias, args.queue)
     cursor, dialect = databases.ctx(alias)
@@ -402,7 +415,26 @@ def receive_deferred(
     using: str | None = None,
 ) -> list[Received]:
     """Claim deferred messages by seq. Seqs that are not deferred are skipped;
-    ``max_bytes`` claims only the leading (lowest-seq) ones that fit, as ``receive``."""
+    ``max_bytes`` claims only the leading (lowest-seq) ones that fit, as ``receive``.
+    Traced as ``claim`` is."""
+    tracer = tracing.watching()
+    started = tracing.now_ns() if tracer is not None else 0
+    got = _receive_deferred(
+        queue, seqs, lock_duration=lock_duration, max_bytes=max_bytes, using=using
+    )
+    if got and tracer is not None:
+        tracer.received(queue, got, started)
+    return got
+
+
+def _receive_deferred(
+    queue: str,
+    seqs: Sequence[int],
+    *,
+    lock_duration: float | dt.timedelta | None,
+    max_bytes: int | None,
+    using: str | None,
+) -> list[Received]:
     if not isinstance(seqs, list | tuple) or len(seqs) > arguments.MAX_RECEIVE:
         raise InvalidArgumentError(f"seqs must be a list of at most {arguments.MAX_RECEIVE} seqs")
     wanted = sorted({arguments.check_seq(s) for s in seqs})

@@ -53,6 +53,7 @@ from . import (
     receipts,
     tally,
     totals,
+    tracing,
 )
 from .clock import from_ms, now_ms
 from .dead_letters import Buried, buried
@@ -95,14 +96,23 @@ def _settle(
     """Run ``apply(cursor, dialect, queue, now)``, the verb's one statement, then write
     the receipts of what it changed and look up those of what it did not (``verb`` None:
     no receipts, as for renewals). Returns a ``Settled`` per request, in order;
-    ``lapsed`` also tells the ``gone`` among the stale (see the module's docstring)."""
+    ``lapsed`` also tells the ``gone`` among the stale (see the module's docstring).
+
+    Every settlement of every surface comes here, so it is traced here, once
+    (``tracing``): the messages' properties are read first, for their producers'
+    trace context, only while claims and settlements are traced."""
     if not requests:
         return []
+    tracer = tracing.watching()
+    started = tracing.now_ns() if tracer is not None else 0
+    carried: dict[int, dict[str, Any]] = {}
     alias = databases.alias_of(using, queue)
     with transaction.atomic(using=alias):
         cursor, dialect = databases.ctx(alias)
         q = load_queue(cursor, queue)
         now = now_ms()
+        if tracer is not None:
+            carried = tracing.carried_properties(cursor, dialect, q.id, [r[0] for r in requests])
         done = apply(cursor, dialect, q, now)
         replayed: set[int] = set()
         missed = [r for r in requests if r[0] not in done]
@@ -111,7 +121,7 @@ def _settle(
             replayed = receipts.replayed(cursor, q.id, verb, missed, now)
         missed = [r for r in missed if r[0] not in replayed]
         gone = _gone(cursor, q.id, verb, missed, now) if lapsed and missed else set()
-    return [
+    results = [
         done.get(seq)
         or Settled(
             seq,
@@ -119,6 +129,9 @@ def _settle(
         )
         for seq, _, _ in requests
     ]
+    if tracer is not None:
+        tracer.settled(queue, verb or "renew", requests, results, carried, started)
+    return results
 
 
 def _gone(

@@ -11,10 +11,17 @@ Spans go to the global tracer provider (``opentelemetry.trace.set_tracer_provide
 to the one given to ``configure(tracer_provider=...)`` (tests). While no SDK provider is
 configured nothing would be recorded, so nothing is done per send or handler call beyond
 asking the API which provider is set.
+
+``remote_parent(headers)`` is for a surface that receives requests (the HTTP API): a
+request's W3C ``traceparent``/``tracestate`` headers become the current context for the
+spans it makes, unless a span is current already (Django's own OpenTelemetry
+instrumentation made the server's span: it wins).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
@@ -48,6 +55,24 @@ def configure(tracer_provider: Any = None) -> bool:
     _provider = tracer_provider
     spans.install(tracer_provider)
     return True
+
+
+@contextmanager
+def remote_parent(headers: Mapping[str, str]) -> Iterator[None]:
+    """The remote context of a request's ``headers`` (read by the configured propagator,
+    W3C trace context by default) is current inside, when tracing is on and no span is
+    current already; otherwise nothing is done (with tracing off, nothing imported)."""
+    if engine_tracing.hook is None:
+        yield
+        return
+    from . import spans
+
+    token = spans.attach_remote(headers)
+    try:
+        yield
+    finally:
+        if token is not None:
+            spans.detach(token)
 
 
 def _user_settings() -> Any:

@@ -20,6 +20,10 @@ and links to that context. It ends when the delivery is settled, with
 deferred, lock_lost, timed_out) and, for a failed attempt, the exception recorded and
 ``error.type``.
 
+Claims and settlements (``engine.tracing``, with ``MQLITE["TRACING_CLAIMS_AND_SETTLES"]``):
+a ``receive {queue}`` span per claim and a ``settle {queue}`` span per settlement, of
+every surface; see ``claims``.
+
 Attributes: ``messaging.system`` ("mqlite"), ``messaging.operation.name`` /
 ``messaging.operation.type``, ``messaging.destination.name`` (queue or topic),
 ``messaging.message.id`` (the seq), ``messaging.message.conversation_id`` (the
@@ -29,9 +33,8 @@ correlation id), and ``messaging.mqlite.message.seq``, ``.delivery_count``, ``.g
 from __future__ import annotations
 
 import dataclasses
-import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from asgiref.sync import iscoroutinefunction
@@ -43,22 +46,18 @@ from ..conf import mqlite_settings
 from ..consumers import Handler
 from ..engine import tracing as engine_tracing
 from ..engine.received import Received
-from ..engine.types import OutMessage
+from ..engine.types import OutMessage, Settled
 from ..worker import tracing as worker_tracing
+from . import claims
+from .carried import attributes, carried_context
 
 T = TypeVar("T")
 
-SYSTEM = "mqlite"
-#: Where the SQS endpoint keeps a message's ``AWSTraceHeader`` (sqs/handlers).
-AWS_TRACE_KEY = "AWS.TraceHeader"
 #: Seconds between looks at the global tracer provider while none is set.
 LOOK_EVERY_S = 1.0
 _NO_SDK = (trace.ProxyTracerProvider, trace.NoOpTracerProvider)
 #: Outcomes that end a consumer span in error.
 FAILED = {"retried", "scheduled", "dead_lettered", "forwarded", "lock_lost", "timed_out"}
-
-_XRAY_ROOT = re.compile(r"^1-([0-9a-fA-F]{8})-([0-9a-fA-F]{24})$")
-_XRAY_PARENT = re.compile(r"^[0-9a-fA-F]{16}$")
 
 
 class Tracing:
@@ -68,6 +67,8 @@ class Tracing:
         self.provider = provider
         self._tracer: trace.Tracer | None = None
         self._next_look = 0.0
+        #: The open process spans, by the lock token of their delivery.
+        self._processing: dict[str, Any] = {}
 
     def tracer(self) -> trace.Tracer | None:
         """The tracer, or None while no SDK provider is configured (nothing would be
@@ -100,7 +101,7 @@ class Tracing:
         tracer = self.tracer()
         if tracer is None:
             return run(messages)
-        attrs = _base(queue, "send")
+        attrs = attributes(queue, "send")
         if len(messages) == 1:
             parent, links = _producer_parent(messages[0])
             with tracer.start_as_current_span(
@@ -125,7 +126,7 @@ class Tracing:
                 f"create {queue}",
                 context=parent,
                 kind=SpanKind.PRODUCER,
-                attributes=_base(queue, "create"),
+                attributes=attributes(queue, "create"),
                 links=links,
             )
             _message_attributes(span, m)
@@ -194,7 +195,7 @@ class Tracing:
             links = (
                 [Link(producer, {"messaging.mqlite.link": "producer"})] if producer.is_valid else []
             )
-        attrs = _base(msg.queue, "process")
+        attrs = attributes(msg.queue, "process")
         attrs.update(
             {
                 "messaging.message.id": str(msg.seq),
@@ -214,62 +215,43 @@ class Tracing:
             links=links,
         )
         msg.span = span
+        if msg.lock_token is not None:
+            # A settlement of this delivery (``claims.settled``) finds its process span
+            # here, while it is open: the worker's batched settlements run elsewhere.
+            self._processing[msg.lock_token] = span
         return otel_context.attach(trace.set_span_in_context(span))
 
-    def claimed(self, queue: str, msgs: list[Received], started: float) -> None:
-        """A ``receive {queue}`` span for one claim of a worker (it began ``started``,
-        ``time.monotonic()``), linking to each claimed message's producer."""
-        if not mqlite_settings.TRACING_CLAIMS_AND_SETTLES:
-            return
+    # -- claims and settlements (``claims``) ------------------------------------------
+
+    def claims_and_settles(self) -> bool:
+        return bool(mqlite_settings.TRACING_CLAIMS_AND_SETTLES) and self.tracer() is not None
+
+    def received(self, queue: str, msgs: Sequence[Received], started_ns: int) -> None:
         tracer = self.tracer()
-        if tracer is None:
-            return
-        begun = time.time_ns() - int((time.monotonic() - started) * 1e9)
-        links = []
-        for m in msgs:
-            sc = trace.get_current_span(carried_context(m.properties)).get_span_context()
-            if sc.is_valid:
-                links.append(Link(sc, {"messaging.message.id": str(m.seq)}))
-        attrs = _base(queue, "receive")
-        attrs["messaging.batch.message_count"] = len(msgs)
-        span = tracer.start_span(
-            f"receive {queue}",
-            context=otel_context.Context(),
-            kind=SpanKind.CLIENT,
-            attributes=attrs,
-            links=links,
-            start_time=begun,
-        )
-        span.end()
+        if tracer is not None:
+            claims.received(tracer, queue, msgs, started_ns)
+
+    def settled(
+        self,
+        queue: str,
+        verb: str,
+        requests: Sequence[engine_tracing.Request],
+        results: Sequence[Settled],
+        carried: dict[int, dict[str, Any]],
+        started_ns: int,
+    ) -> None:
+        tracer = self.tracer()
+        if tracer is not None:
+            processing = [self._processing.get(token) for _, token, _ in requests]
+            claims.settled(tracer, queue, verb, results, carried, processing, started_ns)
 
     def finish(self, span: Any, msg: Received, outcome: str) -> None:
+        if msg.lock_token is not None:
+            self._processing.pop(msg.lock_token, None)
         span.set_attribute("messaging.mqlite.outcome", outcome)
         if outcome in FAILED:
             span.set_status(Status(StatusCode.ERROR, outcome))
-        if mqlite_settings.TRACING_CLAIMS_AND_SETTLES:
-            tracer = self.tracer()
-            if tracer is not None:
-                settle = tracer.start_span(
-                    f"settle {msg.queue}",
-                    context=trace.set_span_in_context(span),
-                    kind=SpanKind.CLIENT,
-                    attributes={
-                        **_base(msg.queue, "settle"),
-                        "messaging.message.id": str(msg.seq),
-                        "messaging.mqlite.outcome": outcome,
-                    },
-                )
-                settle.end()
         span.end()
-
-
-def _base(destination: str, operation: str) -> dict[str, Any]:
-    return {
-        "messaging.system": SYSTEM,
-        "messaging.operation.name": operation,
-        "messaging.operation.type": operation,
-        "messaging.destination.name": destination,
-    }
 
 
 def _message_attributes(span: Any, m: OutMessage) -> None:
@@ -305,37 +287,20 @@ def _carrying(m: OutMessage, ctx: otel_context.Context) -> OutMessage:
     return dataclasses.replace(m, properties=props or None)
 
 
-def carried_context(properties: dict[str, Any] | None) -> otel_context.Context:
-    """The trace context a message carries: the propagator's (``traceparent``), else an
-    SQS ``AWSTraceHeader`` in X-Ray format (``Root=1-…;Parent=…;Sampled=…``)."""
-    props = properties or {}
-    ctx = propagate.extract({k: v for k, v in props.items() if isinstance(v, str)})
-    if trace.get_current_span(ctx).get_span_context().is_valid:
-        return ctx
-    header = props.get(AWS_TRACE_KEY)
-    sc = xray_context(header) if isinstance(header, str) else None
-    if sc is None:
-        return ctx
-    return trace.set_span_in_context(trace.NonRecordingSpan(sc), ctx)
-
-
-def xray_context(header: str) -> trace.SpanContext | None:
-    """The span context of an X-Ray trace header, or None when it has no root and
-    parent (the mapping of AWS's OpenTelemetry X-Ray propagator)."""
-    fields = dict(part.strip().partition("=")[::2] for part in header.split(";"))
-    root_match = _XRAY_ROOT.match(fields.get("Root", ""))
-    parent = fields.get("Parent", "")
-    root = None if root_match is None else root_match.group(1) + root_match.group(2)
-    sampled = fields.get("Sampled") == "1"
-    if root is None or not _XRAY_PARENT.match(parent):
+def attach_remote(headers: Mapping[str, str]) -> Any:
+    """Make the context of a request's ``headers`` current when no span is, and return
+    the token to detach it with; None when nothing was attached (a span is current, the
+    headers carry no valid context)."""
+    if trace.get_current_span().get_span_context().is_valid:
         return None
-    sc = trace.SpanContext(
-        int(root, 16),
-        int(parent, 16),
-        is_remote=True,
-        trace_flags=trace.TraceFlags(trace.TraceFlags.SAMPLED if sampled else 0),
-    )
-    return sc if sc.is_valid else None
+    ctx = propagate.extract(headers)
+    if not trace.get_current_span(ctx).get_span_context().is_valid:
+        return None
+    return otel_context.attach(ctx)
+
+
+def detach(token: Any) -> None:
+    otel_context.detach(token)
 
 
 def install(provider: Any = None) -> None:

@@ -411,8 +411,6 @@ class Worker:
             msgs = receive(
                 name, max_messages=want - got, worker_id=self.worker_id, using=self.using
             )
-            if msgs and tracing.hook is not None:
-                tracing.hook.claimed(name, msgs, claimed_at)
             now = now_ms()
             batch = []
             for m in msgs:
@@ -442,7 +440,13 @@ class Worker:
             self._abandon(d, f"TimeoutError: handler ran longer than its timeout of {d.timeout}s")
 
     def _abandon(self, d: Delivery, error: str) -> None:
-        tracing.finish(d.msg, "timed_out")
+        try:
+            self._give_up(d, error)
+        finally:
+            # After the abandon, so that its settle span is the process span's child.
+            tracing.finish(d.msg, "timed_out")
+
+    def _give_up(self, d: Delivery, error: str) -> None:
         token = d.msg.lock_token
         assert token is not None
         if d.consumer.give_up is not None:

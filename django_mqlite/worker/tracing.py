@@ -7,11 +7,13 @@ worker then calls the handler as before and ``finish`` is one attribute read. Wh
   sync or async like the handler, so the span is current inside the handler (a message
   it sends is a child of it) and on the event loop for a coroutine; it opens the span and
   keeps it as ``msg.span``;
-- ``hook.claimed(queue, msgs, started)`` records the worker's claim (a ``receive`` span,
-  when ``MQLITE["TRACING_CLAIMS_AND_SETTLES"]`` asks for it);
 - ``finish(msg, outcome)`` ends it once the delivery is settled, with what the settle
   verb answered (completed, retried, dead-lettered, lock lost...): the worker's batched
   completions and abandons, a handler that settled itself, a timeout, ``testing.drain``.
+
+The worker's claims and settlements are traced where every surface's are, in the engine
+(``engine.tracing``, with ``MQLITE["TRACING_CLAIMS_AND_SETTLES"]``): a settlement made
+while a delivery's span is open is that span's child.
 """
 
 from __future__ import annotations
@@ -30,8 +32,6 @@ class ConsumerTracer(Protocol):
     def wrap(self, handler: Handler) -> Handler: ...
 
     def finish(self, span: Any, msg: Received, outcome: str) -> None: ...
-
-    def claimed(self, queue: str, msgs: list[Received], started: float) -> None: ...
 
 
 #: The installed tracer, or None (tracing off).

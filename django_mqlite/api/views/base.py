@@ -18,6 +18,7 @@ from rest_framework.serializers import Serializer
 from rest_framework.utils.mediatypes import media_type_matches, order_by_precedence
 from rest_framework.views import APIView
 
+from ... import otel
 from ..exceptions import exception_handler
 from ..parsers import BoundedJSONParser
 from ..permissions import authentication_classes, permission_classes
@@ -119,6 +120,12 @@ class MQView(APIView):
     @property
     def mq_action(self) -> str:
         return self.mq_actions.get(self.request.method or "", "manage")
+
+    def dispatch(self, request: Any, *args: Any, **kwargs: Any) -> Any:
+        # A caller's W3C trace context (``traceparent`` header) is the parent of the
+        # spans this request makes, unless Django's instrumentation made a server span.
+        with otel.remote_parent(request.headers):
+            return super().dispatch(request, *args, **kwargs)
 
     def get_authenticators(self) -> list[Any]:
         return [cls() for cls in authentication_classes()]
