@@ -20,7 +20,7 @@ from typing import Any
 from django.db import transaction
 from django.db.backends.utils import CursorWrapper
 
-from ..conf import mqlite_settings
+from ..conf import current
 from . import databases, events, history, lines, tally, totals
 from .clock import now_ms
 from .dead_letters import EXHAUSTED_REASON, Buried, buried
@@ -35,7 +35,7 @@ MAX_CHUNKS_PER_PASS = 100
 
 
 def _chunk() -> int:
-    return int(mqlite_settings.REAP_CHUNK)
+    return current().reap_chunk
 
 
 def _repeat(alias: str, step: Callable[[CursorWrapper, Dialect, int], int]) -> int:
@@ -159,7 +159,7 @@ _STALE_OWNER = (
 def reclaim_stale_workers(alias: str) -> int:
     """Reclaim the locks of workers whose heartbeat is older than ``WORKER_STALE_AFTER``
     under the lease-expiry rule, without waiting out their leases."""
-    stale_ms = int(float(mqlite_settings.WORKER_STALE_AFTER) * 1000)
+    stale_ms = current().worker_stale_after_ms
 
     def step(cursor: CursorWrapper, dialect: Dialect, now: int) -> int:
         cursor.execute(
@@ -176,7 +176,7 @@ def reclaim_stale_workers(alias: str) -> int:
 def prune_workers(alias: str) -> int:
     """Forget worker rows that stopped, or went silent, more than ``WORKER_RETENTION``
     seconds ago (their locks were reclaimed long before)."""
-    keep_ms = int(float(mqlite_settings.WORKER_RETENTION) * 1000)
+    keep_ms = current().worker_retention_ms
 
     def step(cursor: CursorWrapper, dialect: Dialect, now: int) -> int:
         cursor.execute(
@@ -283,11 +283,9 @@ def expire_records(alias: str) -> dict[str, int]:
     return out
 
 
-def _effective(own: int | None, default: Any, scale: int) -> int | None:
+def _effective(own: int | None, default: int | None) -> int | None:
     """Per-queue bound over the global default: 0/None inherit, >0 bounds, <0 unbounded."""
-    value = own
-    if value is None or value == 0:
-        value = None if default is None else round(float(default) * scale)
+    value = default if own is None or own == 0 else own
     if value is None or value <= 0:
         return None
     return int(value)
@@ -299,10 +297,11 @@ def dlq_retention(alias: str) -> int:
     cursor.execute(f"SELECT {QUEUE_COLUMNS} FROM mqlite_queue")
     queues = [QueueRow(*r) for r in cursor.fetchall()]
     removed = 0
+    conf = current()
     for q in queues:
-        max_age = _effective(q.dlq_max_age_ms, mqlite_settings.DLQ_MAX_AGE, 1000)
-        max_count = _effective(q.dlq_max_count, mqlite_settings.DLQ_MAX_COUNT, 1)
-        max_bytes = _effective(q.dlq_max_bytes, mqlite_settings.DLQ_MAX_BYTES, 1)
+        max_age = _effective(q.dlq_max_age_ms, conf.dlq_max_age_ms)
+        max_count = _effective(q.dlq_max_count, conf.dlq_max_count)
+        max_bytes = _effective(q.dlq_max_bytes, conf.dlq_max_bytes)
         picks: list[tuple[str, list[Any]]] = []
         if max_age is not None:
             picks.append(

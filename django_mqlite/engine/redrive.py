@@ -13,7 +13,7 @@ from typing import Any
 from django.db import transaction
 from django.db.backends.utils import CursorWrapper
 
-from ..conf import mqlite_settings
+from ..conf import current
 from ..exceptions import InvalidArgumentError
 from . import arguments, batches, databases, lines, tally, totals
 from .clock import now_ms
@@ -54,7 +54,7 @@ def redrive(
     target = source if to_queue is None else load_queue(cursor, to_queue)
     moved = 0
     last = 0
-    chunk = int(mqlite_settings.REAP_CHUNK)
+    chunk = current().reap_chunk
     while limit is None or moved < limit:
         take = chunk if limit is None else min(chunk, limit - moved)
         with transaction.atomic(using=alias):
@@ -138,7 +138,7 @@ def _purge(
     q = load_queue(cursor, queue)
     removed = 0
     last = 0
-    chunk = int(mqlite_settings.REAP_CHUNK)
+    chunk = current().reap_chunk
     while limit is None or removed < limit:
         take = chunk if limit is None else min(chunk, limit - removed)
         with transaction.atomic(using=alias):

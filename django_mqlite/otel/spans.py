@@ -39,7 +39,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 
-from ..conf import mqlite_settings
+from ..conf import current
 from ..consumers import Handler
 from ..engine import tracing as engine_tracing
 from ..engine.received import Received
@@ -219,7 +219,7 @@ class Tracing:
     def claimed(self, queue: str, msgs: list[Received], started: float) -> None:
         """A ``receive {queue}`` span for one claim of a worker (it began ``started``,
         ``time.monotonic()``), linking to each claimed message's producer."""
-        if not mqlite_settings.TRACING_CLAIMS_AND_SETTLES:
+        if not current().tracing_claims_and_settles:
             return
         tracer = self.tracer()
         if tracer is None:
@@ -246,7 +246,7 @@ class Tracing:
         span.set_attribute("messaging.mqlite.outcome", outcome)
         if outcome in FAILED:
             span.set_status(Status(StatusCode.ERROR, outcome))
-        if mqlite_settings.TRACING_CLAIMS_AND_SETTLES:
+        if current().tracing_claims_and_settles:
             tracer = self.tracer()
             if tracer is not None:
                 settle = tracer.start_span(
