@@ -1,7 +1,7 @@
 """Is one particular worker alive? ``manage.py mqlite health --worker self``.
 
-A worker is alive while its row says it has not stopped and its last heartbeat is more
-recent than ``WORKER_STALE_AFTER``. The heartbeat is
+A worker is alive by the rule of ``engine/liveness.py``: its row says it has not stopped
+and its last heartbeat is more recent than ``WORKER_STALE_AFTER``. The heartbeat is
 written by a thread of the worker process, so a killed, OOM-killed or frozen process
 stops being alive within that time.
 """

@@ -21,7 +21,7 @@ from django.db import transaction
 from django.db.backends.utils import CursorWrapper
 
 from ..conf import current
-from . import databases, events, history, lines, tally, totals
+from . import databases, events, history, lines, liveness, tally, totals
 from .clock import now_ms
 from .dead_letters import EXHAUSTED_REASON, Buried, buried
 from .dialects import Dialect
@@ -146,25 +146,24 @@ def expire_queue_locks(alias: str, queue: str) -> int:
     return expire_locks(alias, queue)
 
 
-# Locks held by a worker that stopped heartbeating (or said it stopped). Parameter: the
-# oldest last_seen that still counts as alive.
+# Locks held by a worker that is not alive (liveness.py). Parameter: the boundary,
+# ``liveness.stale_before_ms(now)``.
 _STALE_OWNER = (
     # ``locked_by IS NOT NULL`` is implied by the IN, but PostgreSQL only matches a
     # partial index on terms it can see: spell it out so mqlite_msg_owner applies.
     "state = 'locked' AND locked_by IS NOT NULL AND locked_by IN (SELECT w.id FROM mqlite_worker w "
-    "WHERE w.stopped_at IS NOT NULL OR w.last_seen <= %s)"
+    f"WHERE {liveness.NOT_ALIVE_SQL})"
 )
 
 
 def reclaim_stale_workers(alias: str) -> int:
-    """Reclaim the locks of workers whose heartbeat is older than ``WORKER_STALE_AFTER``
-    under the lease-expiry rule, without waiting out their leases."""
-    stale_ms = current().worker_stale_after_ms
+    """Reclaim the locks of workers that are not alive (liveness.py) under the
+    lease-expiry rule, without waiting out their leases."""
 
     def step(cursor: CursorWrapper, dialect: Dialect, now: int) -> int:
         cursor.execute(
             reclaim_sql(dialect, _STALE_OWNER, "mqlite_msg_owner"),
-            [now, now, now - stale_ms, _chunk()],
+            [now, now, liveness.stale_before_ms(now), _chunk()],
         )
         rows = cursor.fetchall()
         apply_reclaimed(cursor, dialect, rows)
