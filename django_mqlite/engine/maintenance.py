@@ -26,7 +26,14 @@ from .clock import now_ms
 from .dead_letters import EXHAUSTED_REASON, Buried, buried
 from .dialects import Dialect
 from .redrive import delete_rows
-from .rows import QUEUE_COLUMNS, QueueRow
+from .rows import (
+    EXPIRED_COLUMNS,
+    QUEUE_COLUMNS,
+    RECLAIMED_COLUMNS,
+    ExpiredRow,
+    QueueRow,
+    ReclaimedRow,
+)
 
 TTL_EXPIRED = "TTLExpired"
 #: Set while a quiet pass runs (``reap(quiet=True)``): every step takes one chunk at most.
@@ -76,20 +83,25 @@ def reclaim_sql(dialect: Dialect, pick_where: str, index: str) -> str:
         f"WHERE seq IN (SELECT seq FROM mqlite_message {dialect.index_hint(index)} "
         f"WHERE {pick_where} "
         f"LIMIT %s {dialect.lock_suffix()}) "
-        "RETURNING queue_id, state, order_key, seq, batch_id"
+        f"RETURNING {RECLAIMED_COLUMNS}"
     )
 
 
-def apply_reclaimed(cursor: CursorWrapper, dialect: Dialect, rows: list[Any]) -> None:
-    """Count the reclaimed rows (queue id, state, order key, seq, batch): each is a retry or,
+def apply_reclaimed(cursor: CursorWrapper, dialect: Dialect, fetched: list[Any]) -> None:
+    """Count the reclaimed rows (``reclaim_sql``'s ``ReclaimedRow``s): each is a retry or,
     when it was the last allowed delivery, a burial (``dead_letters.buried``)."""
+    rows = [ReclaimedRow(*r) for r in fetched]
     per_queue: dict[int, Counter[str]] = {}
-    for queue_id, state, _key, _seq, _batch in rows:
-        per_queue.setdefault(queue_id, Counter())[state] += 1
+    for r in rows:
+        per_queue.setdefault(r.queue_id, Counter())[r.state] += 1
     for queue_id, c in per_queue.items():
         total = c["active"] + c["dead_lettered"]
         totals.bump_totals(cursor, dialect, queue_id, reclaimed=total, retried=c["active"])
-    dead = [Buried(q, seq, key, b) for q, state, key, seq, b in rows if state == "dead_lettered"]
+    dead = [
+        Buried(r.queue_id, r.seq, r.order_key, r.batch_id)
+        for r in rows
+        if r.state == "dead_lettered"
+    ]
     buried(cursor, dialect, dead, "exhausted")
 
 
@@ -220,26 +232,27 @@ def expire_ttl(alias: str) -> int:
             "UPDATE mqlite_message SET state = 'dead_lettered', lock_token = NULL, "
             "locked_until = NULL, locked_by = NULL, dead_letter_reason = %s, "
             "dead_letter_description = 'time to live ran out', dead_lettered_at = %s "
-            f"WHERE seq IN ({_ttl_pick(dialect)}) RETURNING queue_id, order_key, seq, batch_id",
+            f"WHERE seq IN ({_ttl_pick(dialect)}) RETURNING {EXPIRED_COLUMNS}",
             [TTL_EXPIRED, now, now, True, _chunk()],
         )
-        rows = cursor.fetchall()
-        buried(cursor, dialect, [Buried(q, seq, key, b) for q, key, seq, b in rows], "expired")
-        _expired(cursor, [(q, seq) for q, _, seq, _ in rows], True)
+        rows = [ExpiredRow(*r) for r in cursor.fetchall()]
+        dead = [Buried(r.queue_id, r.seq, r.order_key, r.batch_id) for r in rows]
+        buried(cursor, dialect, dead, "expired")
+        _expired(cursor, [(r.queue_id, r.seq) for r in rows], True)
         return len(rows)
 
     def drop(cursor: CursorWrapper, dialect: Dialect, now: int) -> int:
         cursor.execute(
             f"DELETE FROM mqlite_message WHERE seq IN ({_ttl_pick(dialect)}) "
-            "RETURNING queue_id, order_key, seq, batch_id",
+            f"RETURNING {EXPIRED_COLUMNS}",
             [now, False, _chunk()],
         )
-        rows = cursor.fetchall()
-        lines.release_by_queue(cursor, dialect, [(q, key) for q, key, _, _ in rows])
-        for queue_id, n in Counter(q for q, _, _, _ in rows).items():
+        rows = [ExpiredRow(*r) for r in cursor.fetchall()]
+        lines.release_by_queue(cursor, dialect, [(r.queue_id, r.order_key) for r in rows])
+        for queue_id, n in Counter(r.queue_id for r in rows).items():
             totals.bump_totals(cursor, dialect, queue_id, expired=n)
-        tally.count(cursor, dialect, [(b, tally.CANCELLED) for _, _, _, b in rows])
-        _expired(cursor, [(q, seq) for q, _, seq, _ in rows], False)
+        tally.count(cursor, dialect, [(r.batch_id, tally.CANCELLED) for r in rows])
+        _expired(cursor, [(r.queue_id, r.seq) for r in rows], False)
         return len(rows)
 
     return _repeat(alias, bury) + _repeat(alias, drop)
