@@ -13,6 +13,7 @@ system checks validate raw input with it; a value the typed view cannot convert 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -153,9 +154,12 @@ class Settings:
 def _number(raw: Mapping[str, Any], name: str) -> float:
     value = raw.get(name, DEFAULTS[name])
     try:
-        return float(value)
+        number = float(value)
     except (TypeError, ValueError):
-        raise ImproperlyConfigured(f'MQLITE["{name}"] must be a number, not {value!r}') from None
+        number = math.nan
+    if not math.isfinite(number):
+        raise ImproperlyConfigured(f'MQLITE["{name}"] must be a number, not {value!r}')
+    return number
 
 
 def _ms(raw: Mapping[str, Any], name: str) -> int:

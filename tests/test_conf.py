@@ -69,11 +69,12 @@ def test_another_setting_changing_keeps_the_object() -> None:
         assert current() is before
 
 
-@override_settings(MQLITE={"WORKER_STALE_AFTER": "soon"})
-def test_a_value_that_is_not_a_number_is_improperly_configured() -> None:
-    with pytest.raises(ImproperlyConfigured, match=r'MQLITE\["WORKER_STALE_AFTER"\]'):
-        current()
-    (msg,) = checks.check_setting_values()
+@pytest.mark.parametrize("value", ["soon", None, [15], float("inf"), float("nan")])
+def test_a_value_that_is_not_a_number_is_improperly_configured(value: object) -> None:
+    with override_settings(MQLITE={"WORKER_STALE_AFTER": value}):
+        with pytest.raises(ImproperlyConfigured, match=r'MQLITE\["WORKER_STALE_AFTER"\]'):
+            current()
+        (msg,) = checks.check_setting_values()
     assert msg.id == "django_mqlite.E008" and "WORKER_STALE_AFTER" in msg.msg and msg.hint
 
 
