@@ -14,6 +14,7 @@ system checks validate raw input with it; a value the typed view cannot convert 
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -219,10 +220,13 @@ def build(raw: Mapping[str, Any]) -> Settings:
 
 
 _current: Settings | None = None
+#: Bumped by each change of ``MQLITE``: a build that began before one is not kept.
+_generation = 0
+_lock = threading.Lock()
 
 
 def current() -> Settings:
-    """The typed ``MQLITE``, built on first read (a racing second build is equal)."""
+    """The typed ``MQLITE``, built on first read."""
     built = _current
     if built is None:
         built = _rebuild()
@@ -231,15 +235,23 @@ def current() -> Settings:
 
 def _rebuild() -> Settings:
     global _current
-    _current = build(getattr(settings, "MQLITE", None) or {})
-    return _current
+    began = _generation
+    built = build(getattr(settings, "MQLITE", None) or {})
+    with _lock:
+        # A change of MQLITE while this read the old value would otherwise be undone
+        # until the next change (a worker thread reading during override_settings).
+        if began == _generation:
+            _current = built
+    return built
 
 
 def _reload(*, setting: str, **kwargs: Any) -> None:
-    global _current
+    global _current, _generation
     if setting == "MQLITE":
+        with _lock:
+            _generation += 1
+            _current = None
         mqlite_settings.reload()
-        _current = None
 
 
 setting_changed.connect(_reload)

@@ -83,3 +83,18 @@ def test_valid_settings_pass_the_check() -> None:
         assert checks.check_setting_values() == []
     with override_settings(MQLITE=["QUEUES"]):
         assert checks.check_setting_values() == []  # E005's to report
+
+
+def test_a_change_during_a_build_is_not_undone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A thread that read the old ``MQLITE`` while it changed does not keep its build."""
+    real_build = conf.build
+
+    def build_then_change(raw: object) -> conf.Settings:
+        built = real_build(raw)  # type: ignore[arg-type]
+        conf._reload(setting="MQLITE")  # another thread's override_settings, meanwhile
+        return built
+
+    monkeypatch.setattr(conf, "_current", None)
+    monkeypatch.setattr(conf, "build", build_then_change)
+    current()
+    assert conf._current is None
