@@ -14,7 +14,7 @@ from django.conf import settings
 from django.core.checks import CheckMessage, Error, Tags, Warning, register
 from django.db import connections
 
-from .conf import DEFAULTS, mqlite_settings
+from .conf import DEFAULTS, build, mqlite_settings
 from .consumers import ConsumerConflictError
 from .tasks.support import INSTALL_HINT, framework_problem, mqlite_task_aliases
 
@@ -186,6 +186,29 @@ def check_setting_keys(app_configs: Any = None, **kwargs: Any) -> list[CheckMess
             )
         )
     return out
+
+
+@register(TAG)
+def check_setting_values(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """Every number-valued ``MQLITE`` setting converts to the typed view (``conf.build``),
+    so a worker does not fail on its first read of it."""
+    from django.core.exceptions import ImproperlyConfigured
+
+    user = getattr(settings, "MQLITE", None) or {}
+    if not isinstance(user, dict):
+        return []  # E005
+    try:
+        build(user)
+    except ImproperlyConfigured as exc:
+        return [
+            Error(
+                str(exc),
+                hint="Durations are seconds and sizes bytes, as numbers; see "
+                "docs/configuration.md.",
+                id="django_mqlite.E008",
+            )
+        ]
+    return []
 
 
 @register(TAG)

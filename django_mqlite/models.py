@@ -9,6 +9,8 @@ from __future__ import annotations
 from django.db import models
 from django.db.models import Q
 
+from .engine import liveness
+from .engine.clock import now_ms
 from .engine.types import LIVE_STATES, Ordering, State
 
 LIVE = [s.value for s in LIVE_STATES]
@@ -357,25 +359,21 @@ class QueueHistory(models.Model):
         return f"{self.queue_id}@{self.minute}"
 
 
-def stale_before_ms(now: int | None = None) -> int:
-    """The worker-liveness rule, in one place: a worker is alive while its row says it
-    has not stopped and its last heartbeat is newer than ``WORKER_STALE_AFTER`` ago, this
-    boundary (epoch ms; the engine's stale-worker reclaim uses the same one, in SQL)."""
-    from .conf import mqlite_settings
-    from .engine.clock import now_ms
-
-    stale_ms = int(float(mqlite_settings.WORKER_STALE_AFTER) * 1000)
-    return (now_ms() if now is None else now) - stale_ms
+def _stale_before_ms(now: int | None) -> int:
+    return liveness.stale_before_ms(now_ms() if now is None else now)
 
 
 class WorkerQuerySet(models.QuerySet["Worker"]):
+    """The worker-liveness rule of ``engine/liveness.py``, as querysets (``now``: epoch ms,
+    default the current time)."""
+
     def alive(self, now: int | None = None) -> WorkerQuerySet:
         """Workers not stopped whose heartbeat is newer than the stale boundary."""
-        return self.filter(stopped_at=None, last_seen__gt=stale_before_ms(now))
+        return self.filter(stopped_at=None, last_seen__gt=_stale_before_ms(now))
 
     def stale(self, now: int | None = None) -> WorkerQuerySet:
-        """Workers not stopped that have been silent past the stale boundary."""
-        return self.filter(stopped_at=None, last_seen__lte=stale_before_ms(now))
+        """Workers not stopped that have been silent since the stale boundary."""
+        return self.filter(stopped_at=None, last_seen__lte=_stale_before_ms(now))
 
 
 class Worker(models.Model):
@@ -405,7 +403,7 @@ class Worker(models.Model):
 
     def is_alive(self, now: int | None = None) -> bool:
         """``Worker.objects.alive()``'s rule, for a row already read."""
-        return self.stopped_at is None and self.last_seen > stale_before_ms(now)
+        return liveness.is_alive(self.stopped_at, self.last_seen, now_ms() if now is None else now)
 
 
 class PeriodicSchedule(models.Model):

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from .conf import mqlite_settings
+from .conf import current
 from .engine.databases import database_of
 from .exceptions import InvalidArgumentError
 
@@ -80,6 +80,6 @@ def accepts_remote_sends(queue: str) -> bool:
     A message on a Tasks queue runs code of the project, so such a queue takes sends
     only from Python (``task.enqueue``) unless ``MQLITE["OPEN_TASK_QUEUES"]`` lists it.
     """
-    if queue in set(mqlite_settings.OPEN_TASK_QUEUES or ()):
+    if queue in current().open_task_queues:
         return True
     return queue not in task_queue_names()

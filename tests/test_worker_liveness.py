@@ -1,13 +1,16 @@
-"""The worker-liveness rule, in one place (``models.stale_before_ms``, the ``Worker``
-queryset's ``alive()``/``stale()`` and ``Worker.is_alive``): alive while not stopped and
-heard from within ``WORKER_STALE_AFTER``; every reader (admin, metrics, ``mqlite
-health``) asks it."""
+"""The worker-liveness rule, in one place (``engine/liveness.py``, spelled for the ORM
+as the ``Worker`` queryset's ``alive()``/``stale()`` and ``Worker.is_alive``): alive while
+not stopped and heard from strictly within ``WORKER_STALE_AFTER``; every reader (the
+reaper, admin, metrics, ``mqlite health``) asks it."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import pytest
 from django.test import override_settings
 
+import django_mqlite as mq
 from django_mqlite.admin.workers import status
 from django_mqlite.models import Worker
 
@@ -38,3 +41,25 @@ def test_the_admin_status_asks_the_rule(monkeypatch: pytest.MonkeyPatch) -> None
     assert status(w) == "stale"
     monkeypatch.setattr(Worker, "is_alive", lambda self, now=None: True)
     assert status(w) == "live"
+
+
+@override_settings(MQLITE={"WORKER_STALE_AFTER": 15})
+def test_the_reaper_and_the_orm_draw_the_same_boundary(make_queue: Any, clock: Any) -> None:
+    q = make_queue(lock_duration=600).name
+    edge, fresh = (
+        Worker.objects.create(host="h", pid=pid, started_at=0, last_seen=clock.now_ms()).pk
+        for pid in (1, 2)
+    )
+    held = {}
+    for wid in (edge, fresh):
+        mq.send(q, str(wid))
+        [msg] = mq.receive(q, worker_id=wid)  # stamps the heartbeat: now
+        held[wid] = msg.seq
+    clock.advance(15)
+    now = clock.now_ms()
+    Worker.objects.filter(pk=fresh).update(last_seen=now - 14_999)
+    assert [w.pk for w in Worker.objects.alive(now)] == [fresh]
+    assert [w.pk for w in Worker.objects.stale(now)] == [edge]
+    assert mq.reap()["stale_worker_locks"] == 1
+    states = {p.seq: p.state for p in mq.peek(q)}
+    assert states == {held[edge]: "active", held[fresh]: "locked"}

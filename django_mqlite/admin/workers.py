@@ -1,8 +1,9 @@
 """The Workers page: live and recently gone workers.
 
-Status is computed against ``MQLITE["WORKER_STALE_AFTER"]``: *live* while heartbeating,
-*stale* once silent for longer (its locks are then reclaimed), *stopped* after a clean
-exit. Workers not seen for ``RECENT_S`` are left off the page.
+Status is the worker-liveness rule (``engine/liveness.py``): *live* while heartbeating,
+*stale* once silent for ``MQLITE["WORKER_STALE_AFTER"]`` or longer (its locks are then
+reclaimed), *stopped* after a clean exit. Workers not seen for ``RECENT_S`` are left off
+the page.
 """
 
 from __future__ import annotations

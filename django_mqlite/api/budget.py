@@ -24,7 +24,7 @@ from typing import Any
 
 import django_mqlite as mq
 
-from ..conf import mqlite_settings
+from ..conf import current
 
 PEEK_PAGE = 32
 #: The most a message's properties may take (the engine's admission cap), and room for
@@ -34,7 +34,7 @@ FIELDS_ALLOWANCE = 16 * 1024
 
 
 def budget() -> int:
-    return int(mqlite_settings.API_MAX_RESPONSE_BYTES)
+    return current().api_max_response_bytes
 
 
 def claim_bytes() -> int:
@@ -43,7 +43,7 @@ def claim_bytes() -> int:
 
 
 def largest_stored() -> int:
-    return int(mqlite_settings.MAX_BODY_BYTES) + PROPERTIES_ALLOWANCE + FIELDS_ALLOWANCE
+    return current().max_body_bytes + PROPERTIES_ALLOWANCE + FIELDS_ALLOWANCE
 
 
 def stored_size(m: mq.Received) -> int:

@@ -25,7 +25,7 @@ from prometheus_client.registry import Collector
 
 import django_mqlite as mq
 
-from ..conf import mqlite_settings
+from ..conf import current
 
 #: Depth gauges are exact up to this many messages per state and read COUNT_CAP + 1 above.
 COUNT_CAP = 10_000
@@ -55,7 +55,7 @@ class QueueCollector(Collector):
         queues: Callable[[Iterable[str]], list[str]] | None = None,
         workers: bool = True,
     ) -> None:
-        self.using = using or mqlite_settings.DATABASE
+        self.using = using or current().database
         #: Keeps the queue names the caller may see (the API's per-queue permissions).
         self.queues = queues
         #: Whether to show the worker gauges (they span every queue).

@@ -16,7 +16,7 @@ from rest_framework.parsers import BaseParser
 
 import django_mqlite as mq
 
-from ..conf import mqlite_settings
+from ..conf import current
 from .exceptions import InvalidRequest, RequestTooLarge
 
 #: A request document may nest a few levels more than a body (its envelope:
@@ -35,7 +35,7 @@ class BoundedJSONParser(BaseParser):
         media_type: str | None = None,
         parser_context: Mapping[str, Any] | None = None,
     ) -> Any:
-        cap = int(mqlite_settings.API_MAX_REQUEST_BYTES)
+        cap = current().api_max_request_bytes
         request = (parser_context or {}).get("request")
         declared = request.META.get("CONTENT_LENGTH") if request is not None else None
         try:

@@ -9,7 +9,7 @@ from typing import Any
 from rest_framework import serializers
 
 from ..admission import MAX_UNIQUE_KEY, ON_CONFLICT
-from ..conf import mqlite_settings
+from ..conf import current
 from .fields import (
     AnyJSONField,
     Base64Field,
@@ -46,7 +46,7 @@ def seq_field(**kwargs: Any) -> StrictIntegerField:
 
 
 def batch_cap() -> int:
-    return int(mqlite_settings.API_MAX_BATCH)
+    return current().api_max_batch
 
 
 class StrictSerializer(serializers.Serializer):

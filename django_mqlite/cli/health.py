@@ -1,8 +1,9 @@
 """Is one particular worker alive? ``manage.py mqlite health --worker self``.
 
-A worker is alive while its row says it has not stopped and its last heartbeat is more
-recent than ``WORKER_STALE_AFTER``. The heartbeat is written by a thread of the worker
-process, so a killed, OOM-killed or frozen process stops being alive within that time.
+A worker is alive by the rule of ``engine/liveness.py``: its row says it has not stopped
+and its last heartbeat is more recent than ``WORKER_STALE_AFTER``. The heartbeat is
+written by a thread of the worker process, so a killed, OOM-killed or frozen process
+stops being alive within that time.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 
 from django.core.management.base import CommandError
 
-from ..conf import mqlite_settings
+from ..conf import current
 from ..engine.clock import now_ms
 
 
@@ -34,7 +35,6 @@ def select(spec: str, using: str) -> Any:
 
 def report(spec: str, using: str) -> tuple[dict[str, Any], list[str]]:
     """The named workers' state for a probe, and what is wrong (empty when one is alive)."""
-    stale_ms = int(float(mqlite_settings.WORKER_STALE_AFTER) * 1000)
     now = now_ms()
     rows = list(select(spec, using).order_by("-started_at")[:16])
     alive = [w for w in rows if w.is_alive(now)]
@@ -59,5 +59,7 @@ def report(spec: str, using: str) -> tuple[dict[str, Any], list[str]]:
     if not rows:
         return info, [f"no worker matches {spec!r} (host {socket.gethostname()!r})"]
     if not alive:
-        return info, [f"worker {spec!r} is not alive (no heartbeat for {stale_ms / 1000:g}s)"]
+        return info, [
+            f"worker {spec!r} is not alive (no heartbeat for {current().worker_stale_after_s:g}s)"
+        ]
     return info, []

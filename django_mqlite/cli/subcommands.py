@@ -21,7 +21,7 @@ from django.db import connections
 
 import django_mqlite as mq
 
-from ..conf import mqlite_settings
+from ..conf import current
 from ..engine import databases
 from ..engine.redrive import PURGEABLE
 from . import control as cli_control
@@ -324,7 +324,7 @@ def health(out: OutputWrapper, o: dict[str, Any]) -> None:
     if o.get("worker") is not None:
         from .health import report as worker_report
 
-        alias = o["database"] or mqlite_settings.DATABASE
+        alias = o["database"] or current().database
         report["self"], found = worker_report(o["worker"], alias)
         problems += found
     report["healthy"] = not problems

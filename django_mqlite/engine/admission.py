@@ -40,7 +40,7 @@ import json
 import re
 from typing import Any
 
-from ..conf import mqlite_settings
+from ..conf import current
 from ..exceptions import InvalidArgumentError, MessageTooLargeError
 from . import arguments, canonical_json, clock
 from .attributes import attribute_problem, is_attribute_shaped
@@ -74,7 +74,7 @@ def admit(msg: OutMessage, now: int) -> Row:
     queue's own rules follow in ``prepare.for_queue``). Every write of a new message
     calls this; InvalidArgumentError or MessageTooLargeError before anything is written."""
     data, content_type = body(msg.body, msg.content_type)
-    cap = mqlite_settings.MAX_BODY_BYTES
+    cap = current().max_body_bytes
     if len(data) > cap:
         raise MessageTooLargeError(f"body is {len(data)} bytes; the cap is {cap}")
     priority = arguments.check_int(msg.priority, "priority", *arguments.PRIORITY_RANGE)

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from django.db.backends.utils import CursorWrapper
 
-from ..conf import mqlite_settings
+from ..conf import current
 from . import batches
 from .received import Received
 from .rows import MESSAGE_COLUMNS, MessageRow, QueueRow
@@ -41,7 +41,7 @@ def record(
         "INSERT INTO mqlite_attempt (queue_id, attempt_id, items, expires_at) "
         "VALUES (%s, %s, %s, %s) ON CONFLICT (queue_id, attempt_id) DO UPDATE SET "
         "items = excluded.items, expires_at = excluded.expires_at",
-        [q.id, attempt_key, json.dumps(items), now + int(mqlite_settings.RECEIPT_TTL * 1000)],
+        [q.id, attempt_key, json.dumps(items), now + current().receipt_ttl_ms],
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db import transaction
 
 from . import arguments, databases, lines, tally
-from .rows import load_queue
+from .rows import RELEASED_COLUMNS, ReleasedRow, load_queue
 
 
 def cancel_scheduled(queue: str, seq: int, *, using: str | None = None) -> bool:
@@ -18,12 +18,13 @@ def cancel_scheduled(queue: str, seq: int, *, using: str | None = None) -> bool:
         q = load_queue(cursor, queue)
         cursor.execute(
             "DELETE FROM mqlite_message WHERE seq = %s AND queue_id = %s "
-            "AND state = 'scheduled' AND delivery_count = 0 RETURNING order_key, batch_id",
+            f"AND state = 'scheduled' AND delivery_count = 0 RETURNING {RELEASED_COLUMNS}",
             [seq, q.id],
         )
-        row = cursor.fetchone()
-        if row is None:
+        got = cursor.fetchone()
+        if got is None:
             return False
-        lines.release_lines(cursor, dialect, q.id, [row[0]])
-        tally.count(cursor, dialect, [(row[1], tally.CANCELLED)])
+        row = ReleasedRow(*got)
+        lines.release_lines(cursor, dialect, q.id, [row.order_key])
+        tally.count(cursor, dialect, [(row.batch_id, tally.CANCELLED)])
         return True

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.db.backends.utils import CursorWrapper
 
-from ..conf import mqlite_settings
+from ..conf import current
 from ..exceptions import InvalidArgumentError
 from . import (
     arguments,
@@ -205,7 +205,7 @@ def _promote_statement(dialect: Dialect) -> str:
 
 def promote_due(cursor: CursorWrapper, dialect: Dialect, queue_id: int, now: int) -> int:
     """Make this queue's due scheduled messages active (bounded)."""
-    cursor.execute(_promote_statement(dialect), [now, queue_id, mqlite_settings.REAP_CHUNK])
+    cursor.execute(_promote_statement(dialect), [now, queue_id, current().reap_chunk])
     return cursor.rowcount
 
 

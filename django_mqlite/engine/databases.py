@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from django.db.backends.utils import CursorWrapper
 
-from ..conf import mqlite_settings
+from ..conf import current
 from ..exceptions import InvalidArgumentError
 from .arguments import check_queue_name
 from .cursor import cursor_for
@@ -18,8 +18,7 @@ from .dialects import Dialect, dialect_for
 
 def declared_database(queue: str) -> str | None:
     """The database alias ``MQLITE["QUEUES"]`` declares for ``queue``, if it names one."""
-    declared = mqlite_settings.QUEUES
-    options = declared.get(queue) if isinstance(declared, dict) else None
+    options = current().queues.get(queue)
     alias = options.get("database") if isinstance(options, dict) else None
     return alias if isinstance(alias, str) and alias else None
 
@@ -40,7 +39,7 @@ def alias_of(using: str | None, queue: str | None = None) -> str:
                     f'(MQLITE["QUEUES"]), not {using!r}'
                 )
             return declared
-    return using or mqlite_settings.DATABASE
+    return using or current().database
 
 
 def database_of(queue: str, *, using: str | None = None) -> str:
@@ -54,9 +53,9 @@ def queue_databases() -> list[str]:
     """Every database that holds queues: ``MQLITE["DATABASE"]`` first, then each alias
     a declared queue names (in declaration order). Listing calls without ``using=``
     (``list_queues``, ``stats()``, ``reap``) cover all of them."""
-    aliases = [mqlite_settings.DATABASE]
-    declared = mqlite_settings.QUEUES
-    for name in declared if isinstance(declared, dict) else ():
+    conf = current()
+    aliases = [conf.database]
+    for name in conf.queues:
         alias = declared_database(name)
         if alias is not None and alias not in aliases:
             aliases.append(alias)

@@ -32,7 +32,7 @@ from django.db.backends.utils import CursorWrapper
 from . import batches, events, lines, tally, totals
 from .clock import now_ms
 from .dialects import Dialect
-from .rows import QUEUE_COLUMNS, QueueRow
+from .rows import MOVED_COLUMNS, QUEUE_COLUMNS, MovedRow, QueueRow
 from .types import Ordering
 
 #: What made a message a dead letter, as the lifetime counter that counts it.
@@ -140,7 +140,7 @@ def move_rows(
         f"blocked = {'1' if strict else 'CASE WHEN group_id IS NULL THEN 0 ELSE 1 END'} "
         "WHERE queue_id = %s AND state = 'dead_lettered' "
         f"AND seq IN ({batches.placeholders(len(seqs))}) "
-        "RETURNING seq, order_key, batch_id",
+        f"RETURNING {MOVED_COLUMNS}",
         [
             *(target.id, now, expires),
             *([source.name] if forward else []),
@@ -148,11 +148,11 @@ def move_rows(
             *(source.id, *seqs),
         ],
     )
-    rows = cursor.fetchall()
+    rows = [MovedRow(*r) for r in cursor.fetchall()]
     # Moved rows rejoin their lines blocked; the line's head is then re-established.
-    lines.release_lines(cursor, dialect, target.id, [key for _, key, _ in rows])
+    lines.release_lines(cursor, dialect, target.id, [r.order_key for r in rows])
     if not forward:
-        tally.count(cursor, dialect, [(batch_id, tally.REOPENED) for _, _, batch_id in rows])
+        tally.count(cursor, dialect, [(r.batch_id, tally.REOPENED) for r in rows])
     if rows:
         totals.bump_totals(cursor, dialect, source.id, redriven=len(rows))
         if target.id != source.id:
@@ -162,6 +162,6 @@ def move_rows(
             events.after_commit(
                 cursor.db.alias,
                 events.message_redriven,
-                [{**moved, "seq": seq} for seq, _, _ in rows],
+                [{**moved, "seq": r.seq} for r in rows],
             )
-    return [seq for seq, _, _ in rows]
+    return [r.seq for r in rows]

@@ -30,7 +30,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.db.backends.utils import CursorWrapper
 
-from ..conf import mqlite_settings
+from ..conf import current
 from . import arguments, batches, databases, send_one
 from .clock import from_ms, now_ms
 from .dialects import Dialect
@@ -60,7 +60,7 @@ def minute_of(ms: int) -> int:
 
 
 def retention_ms() -> int:
-    return max(0, round(float(mqlite_settings.HISTORY_RETENTION) * 1000))
+    return current().history_retention_ms
 
 
 def max_minutes() -> int:
@@ -129,7 +129,7 @@ def trim_step(cursor: CursorWrapper, dialect: Dialect, now: int) -> int:
     cursor.execute(
         "DELETE FROM mqlite_history WHERE id IN (SELECT id FROM mqlite_history "
         f"WHERE minute < %s ORDER BY minute LIMIT %s {dialect.lock_suffix()})",
-        [now - retention_ms(), int(mqlite_settings.REAP_CHUNK)],
+        [now - retention_ms(), current().reap_chunk],
     )
     return int(cursor.rowcount)
 

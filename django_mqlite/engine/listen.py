@@ -39,9 +39,9 @@ def listen_wrapper(using: str) -> Any:
     """The connection settings LISTEN uses for database ``using``, or None when
     ``MQLITE["LISTEN"]`` turns it off there. A dict there overrides the database's own
     settings (e.g. the PORT of PostgreSQL itself when the alias points at PgBouncer)."""
-    from ..conf import mqlite_settings
+    from ..conf import current
 
-    overrides = (mqlite_settings.LISTEN or {}).get(using, {})
+    overrides = current().listen.get(using, {})
     wrapper = connections[using]
     if overrides is False or overrides is None:
         return None

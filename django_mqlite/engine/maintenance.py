@@ -20,13 +20,20 @@ from typing import Any
 from django.db import transaction
 from django.db.backends.utils import CursorWrapper
 
-from ..conf import mqlite_settings
-from . import databases, events, history, lines, tally, totals
+from ..conf import current
+from . import databases, events, history, lines, liveness, tally, totals
 from .clock import now_ms
 from .dead_letters import EXHAUSTED_REASON, Buried, buried
 from .dialects import Dialect
 from .redrive import delete_rows
-from .rows import QUEUE_COLUMNS, QueueRow
+from .rows import (
+    EXPIRED_COLUMNS,
+    QUEUE_COLUMNS,
+    RECLAIMED_COLUMNS,
+    ExpiredRow,
+    QueueRow,
+    ReclaimedRow,
+)
 
 TTL_EXPIRED = "TTLExpired"
 #: Set while a quiet pass runs (``reap(quiet=True)``): every step takes one chunk at most.
@@ -35,7 +42,7 @@ MAX_CHUNKS_PER_PASS = 100
 
 
 def _chunk() -> int:
-    return int(mqlite_settings.REAP_CHUNK)
+    return current().reap_chunk
 
 
 def _repeat(alias: str, step: Callable[[CursorWrapper, Dialect, int], int]) -> int:
@@ -76,20 +83,25 @@ def reclaim_sql(dialect: Dialect, pick_where: str, index: str) -> str:
         f"WHERE seq IN (SELECT seq FROM mqlite_message {dialect.index_hint(index)} "
         f"WHERE {pick_where} "
         f"LIMIT %s {dialect.lock_suffix()}) "
-        "RETURNING queue_id, state, order_key, seq, batch_id"
+        f"RETURNING {RECLAIMED_COLUMNS}"
     )
 
 
-def apply_reclaimed(cursor: CursorWrapper, dialect: Dialect, rows: list[Any]) -> None:
-    """Count the reclaimed rows (queue id, state, order key, seq, batch): each is a retry or,
+def apply_reclaimed(cursor: CursorWrapper, dialect: Dialect, fetched: list[Any]) -> None:
+    """Count the reclaimed rows (``reclaim_sql``'s ``ReclaimedRow``s): each is a retry or,
     when it was the last allowed delivery, a burial (``dead_letters.buried``)."""
+    rows = [ReclaimedRow(*r) for r in fetched]
     per_queue: dict[int, Counter[str]] = {}
-    for queue_id, state, _key, _seq, _batch in rows:
-        per_queue.setdefault(queue_id, Counter())[state] += 1
+    for r in rows:
+        per_queue.setdefault(r.queue_id, Counter())[r.state] += 1
     for queue_id, c in per_queue.items():
         total = c["active"] + c["dead_lettered"]
         totals.bump_totals(cursor, dialect, queue_id, reclaimed=total, retried=c["active"])
-    dead = [Buried(q, seq, key, b) for q, state, key, seq, b in rows if state == "dead_lettered"]
+    dead = [
+        Buried(r.queue_id, r.seq, r.order_key, r.batch_id)
+        for r in rows
+        if r.state == "dead_lettered"
+    ]
     buried(cursor, dialect, dead, "exhausted")
 
 
@@ -146,25 +158,24 @@ def expire_queue_locks(alias: str, queue: str) -> int:
     return expire_locks(alias, queue)
 
 
-# Locks held by a worker that stopped heartbeating (or said it stopped). Parameter: the
-# oldest last_seen that still counts as alive.
+# Locks held by a worker that is not alive (liveness.py). Parameter: the boundary,
+# ``liveness.stale_before_ms(now)``.
 _STALE_OWNER = (
     # ``locked_by IS NOT NULL`` is implied by the IN, but PostgreSQL only matches a
     # partial index on terms it can see: spell it out so mqlite_msg_owner applies.
     "state = 'locked' AND locked_by IS NOT NULL AND locked_by IN (SELECT w.id FROM mqlite_worker w "
-    "WHERE w.stopped_at IS NOT NULL OR w.last_seen <= %s)"
+    f"WHERE {liveness.NOT_ALIVE_SQL})"
 )
 
 
 def reclaim_stale_workers(alias: str) -> int:
-    """Reclaim the locks of workers whose heartbeat is older than ``WORKER_STALE_AFTER``
-    under the lease-expiry rule, without waiting out their leases."""
-    stale_ms = int(float(mqlite_settings.WORKER_STALE_AFTER) * 1000)
+    """Reclaim the locks of workers that are not alive (liveness.py) under the
+    lease-expiry rule, without waiting out their leases."""
 
     def step(cursor: CursorWrapper, dialect: Dialect, now: int) -> int:
         cursor.execute(
             reclaim_sql(dialect, _STALE_OWNER, "mqlite_msg_owner"),
-            [now, now, now - stale_ms, _chunk()],
+            [now, now, liveness.stale_before_ms(now), _chunk()],
         )
         rows = cursor.fetchall()
         apply_reclaimed(cursor, dialect, rows)
@@ -176,7 +187,7 @@ def reclaim_stale_workers(alias: str) -> int:
 def prune_workers(alias: str) -> int:
     """Forget worker rows that stopped, or went silent, more than ``WORKER_RETENTION``
     seconds ago (their locks were reclaimed long before)."""
-    keep_ms = int(float(mqlite_settings.WORKER_RETENTION) * 1000)
+    keep_ms = current().worker_retention_ms
 
     def step(cursor: CursorWrapper, dialect: Dialect, now: int) -> int:
         cursor.execute(
@@ -221,26 +232,27 @@ def expire_ttl(alias: str) -> int:
             "UPDATE mqlite_message SET state = 'dead_lettered', lock_token = NULL, "
             "locked_until = NULL, locked_by = NULL, dead_letter_reason = %s, "
             "dead_letter_description = 'time to live ran out', dead_lettered_at = %s "
-            f"WHERE seq IN ({_ttl_pick(dialect)}) RETURNING queue_id, order_key, seq, batch_id",
+            f"WHERE seq IN ({_ttl_pick(dialect)}) RETURNING {EXPIRED_COLUMNS}",
             [TTL_EXPIRED, now, now, True, _chunk()],
         )
-        rows = cursor.fetchall()
-        buried(cursor, dialect, [Buried(q, seq, key, b) for q, key, seq, b in rows], "expired")
-        _expired(cursor, [(q, seq) for q, _, seq, _ in rows], True)
+        rows = [ExpiredRow(*r) for r in cursor.fetchall()]
+        dead = [Buried(r.queue_id, r.seq, r.order_key, r.batch_id) for r in rows]
+        buried(cursor, dialect, dead, "expired")
+        _expired(cursor, [(r.queue_id, r.seq) for r in rows], True)
         return len(rows)
 
     def drop(cursor: CursorWrapper, dialect: Dialect, now: int) -> int:
         cursor.execute(
             f"DELETE FROM mqlite_message WHERE seq IN ({_ttl_pick(dialect)}) "
-            "RETURNING queue_id, order_key, seq, batch_id",
+            f"RETURNING {EXPIRED_COLUMNS}",
             [now, False, _chunk()],
         )
-        rows = cursor.fetchall()
-        lines.release_by_queue(cursor, dialect, [(q, key) for q, key, _, _ in rows])
-        for queue_id, n in Counter(q for q, _, _, _ in rows).items():
+        rows = [ExpiredRow(*r) for r in cursor.fetchall()]
+        lines.release_by_queue(cursor, dialect, [(r.queue_id, r.order_key) for r in rows])
+        for queue_id, n in Counter(r.queue_id for r in rows).items():
             totals.bump_totals(cursor, dialect, queue_id, expired=n)
-        tally.count(cursor, dialect, [(b, tally.CANCELLED) for _, _, _, b in rows])
-        _expired(cursor, [(q, seq) for q, _, seq, _ in rows], False)
+        tally.count(cursor, dialect, [(r.batch_id, tally.CANCELLED) for r in rows])
+        _expired(cursor, [(r.queue_id, r.seq) for r in rows], False)
         return len(rows)
 
     return _repeat(alias, bury) + _repeat(alias, drop)
@@ -283,11 +295,9 @@ def expire_records(alias: str) -> dict[str, int]:
     return out
 
 
-def _effective(own: int | None, default: Any, scale: int) -> int | None:
+def _effective(own: int | None, default: int | None) -> int | None:
     """Per-queue bound over the global default: 0/None inherit, >0 bounds, <0 unbounded."""
-    value = own
-    if value is None or value == 0:
-        value = None if default is None else round(float(default) * scale)
+    value = default if own is None or own == 0 else own
     if value is None or value <= 0:
         return None
     return int(value)
@@ -299,10 +309,11 @@ def dlq_retention(alias: str) -> int:
     cursor.execute(f"SELECT {QUEUE_COLUMNS} FROM mqlite_queue")
     queues = [QueueRow(*r) for r in cursor.fetchall()]
     removed = 0
+    conf = current()
     for q in queues:
-        max_age = _effective(q.dlq_max_age_ms, mqlite_settings.DLQ_MAX_AGE, 1000)
-        max_count = _effective(q.dlq_max_count, mqlite_settings.DLQ_MAX_COUNT, 1)
-        max_bytes = _effective(q.dlq_max_bytes, mqlite_settings.DLQ_MAX_BYTES, 1)
+        max_age = _effective(q.dlq_max_age_ms, conf.dlq_max_age_ms)
+        max_count = _effective(q.dlq_max_count, conf.dlq_max_count)
+        max_bytes = _effective(q.dlq_max_bytes, conf.dlq_max_bytes)
         picks: list[tuple[str, list[Any]]] = []
         if max_age is not None:
             picks.append(

@@ -39,7 +39,7 @@ from typing import Any
 from django.db import connections
 from django.db.backends.utils import CursorWrapper
 
-from ..conf import mqlite_settings
+from ..conf import current
 from .dialects import dialect_for
 
 _FORMAT = re.compile(r"(?<!%)%s")
@@ -63,9 +63,9 @@ def enabled(alias: str) -> bool:
     db = connections[alias]
     if not dialect_for(alias).supports_prepare:
         return False
-    setting = mqlite_settings.PREPARED_STATEMENTS
+    setting = current().prepared_statements
     if setting is not None:
-        return bool(setting)
+        return setting
     return not db.settings_dict.get("DISABLE_SERVER_SIDE_CURSORS", False)
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from django.db import transaction
 
-from ..conf import mqlite_settings
+from ..conf import current
 from ..exceptions import InvalidArgumentError, QueueExistsError, QueueNotEmptyError
 from . import arguments, batches, databases, fanout, limits, lines
 from .clock import now_ms
@@ -275,7 +275,7 @@ def sync_declared(declared: Mapping[str, Mapping[str, Any]], *, using: str | Non
         # Each declared queue is created on its own database only (by default the
         # queue database): ``migrate --database X`` creates the queues that live on X.
         opts = dict(options or {})
-        if (opts.pop("database", None) or mqlite_settings.DATABASE) != alias:
+        if (opts.pop("database", None) or current().database) != alias:
             continue
         try:
             create_queue(name, using=alias, **opts)

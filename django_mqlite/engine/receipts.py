@@ -22,15 +22,11 @@ from typing import Any
 
 from django.db.backends.utils import CursorWrapper
 
-from ..conf import mqlite_settings
+from ..conf import current
 from . import batches, canonical_json
 
 #: (seq, lock_token, the verb's arguments as ``abandon_args``/``reject_args`` wrote them)
 Request = tuple[int, str, str]
-
-
-def ttl_ms() -> int:
-    return int(float(mqlite_settings.RECEIPT_TTL) * 1000)
 
 
 def abandon_args(delay_ms: int) -> str:
@@ -51,7 +47,7 @@ def write(
     """Record that these settlements committed (in the caller's transaction)."""
     if not requests:
         return
-    expires = now + ttl_ms()
+    expires = now + current().receipt_ttl_ms
     params: list[Any] = []
     for seq, token, args in requests:
         params += [seq, token, verb, _key(queue_id, args), expires]

@@ -13,13 +13,13 @@ from typing import Any
 from django.db import transaction
 from django.db.backends.utils import CursorWrapper
 
-from ..conf import mqlite_settings
+from ..conf import current
 from ..exceptions import InvalidArgumentError
 from . import arguments, batches, databases, lines, tally, totals
 from .clock import now_ms
 from .dead_letters import Buried, buried, move_rows
 from .dialects import Dialect
-from .rows import load_queue
+from .rows import RELEASED_COLUMNS, ReleasedRow, load_queue
 from .types import LIVE_STATES, State
 
 LIVE = tuple(s.value for s in LIVE_STATES)
@@ -54,7 +54,7 @@ def redrive(
     target = source if to_queue is None else load_queue(cursor, to_queue)
     moved = 0
     last = 0
-    chunk = int(mqlite_settings.REAP_CHUNK)
+    chunk = current().reap_chunk
     while limit is None or moved < limit:
         take = chunk if limit is None else min(chunk, limit - moved)
         with transaction.atomic(using=alias):
@@ -138,7 +138,7 @@ def _purge(
     q = load_queue(cursor, queue)
     removed = 0
     last = 0
-    chunk = int(mqlite_settings.REAP_CHUNK)
+    chunk = current().reap_chunk
     while limit is None or removed < limit:
         take = chunk if limit is None else min(chunk, limit - removed)
         with transaction.atomic(using=alias):
@@ -158,13 +158,13 @@ def delete_rows(
     there; dead letters and kept results were counted when they ended."""
     cursor.execute(
         f"DELETE FROM mqlite_message WHERE queue_id = %s AND state = %s "
-        f"AND seq IN ({batches.placeholders(len(seqs))}) RETURNING order_key, batch_id",
+        f"AND seq IN ({batches.placeholders(len(seqs))}) RETURNING {RELEASED_COLUMNS}",
         [queue_id, state, *seqs],
     )
-    rows = cursor.fetchall()
-    lines.release_lines(cursor, dialect, queue_id, [r[0] for r in rows])
+    rows = [ReleasedRow(*r) for r in cursor.fetchall()]
+    lines.release_lines(cursor, dialect, queue_id, [r.order_key for r in rows])
     if state in LIVE:
-        tally.count(cursor, dialect, [(r[1], tally.CANCELLED) for r in rows])
+        tally.count(cursor, dialect, [(r.batch_id, tally.CANCELLED) for r in rows])
     if rows and total:
         totals.bump_totals(cursor, dialect, queue_id, **{total: len(rows)})
     return len(rows)
@@ -191,12 +191,13 @@ def bury(
             "UPDATE mqlite_message SET state = 'dead_lettered', dead_letter_reason = %s, "
             "dead_letter_description = %s, dead_lettered_at = %s "
             "WHERE seq = %s AND queue_id = %s AND state IN ('active', 'scheduled', 'deferred') "
-            "RETURNING order_key, batch_id",
+            f"RETURNING {RELEASED_COLUMNS}",
             [reason, description[:4096], now, seq, q.id],
         )
-        row = cursor.fetchone()
-        if row is None:
+        got = cursor.fetchone()
+        if got is None:
             return False
-        order_key, batch_id = row
-        buried(cursor, dialect, [Buried(q.id, seq, order_key, batch_id)], "rejected", source=q)
+        row = ReleasedRow(*got)
+        dead = [Buried(q.id, seq, row.order_key, row.batch_id)]
+        buried(cursor, dialect, dead, "rejected", source=q)
         return True

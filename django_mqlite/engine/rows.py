@@ -125,6 +125,59 @@ class QueueRow:
 QUEUE_COLUMNS = columns(QueueRow)
 
 
+@dataclass(slots=True)
+class ReleasedRow:
+    """A message a statement has just taken out of its line (deleted, cancelled, or
+    dead-lettered where it stood): the line to release and the batch to count it in."""
+
+    order_key: str | None
+    batch_id: int | None
+
+
+RELEASED_COLUMNS = columns(ReleasedRow)
+
+
+@dataclass(slots=True)
+class MovedRow:
+    """A dead letter ``dead_letters.move_rows`` has just made active again."""
+
+    seq: int
+    order_key: str | None
+    batch_id: int | None
+
+
+MOVED_COLUMNS = columns(MovedRow)
+
+
+@dataclass(slots=True)
+class ReclaimedRow:
+    """A locked message the reclaim (``maintenance.reclaim_sql``) has just returned to
+    ``active``, or dead-lettered at its last allowed delivery (``state`` says which)."""
+
+    queue_id: int
+    state: str
+    order_key: str | None
+    seq: int
+    batch_id: int | None
+
+
+RECLAIMED_COLUMNS = columns(ReclaimedRow)
+
+
+@dataclass(slots=True)
+class ExpiredRow:
+    """A message the TTL pass (``maintenance.expire_ttl``) has just dead-lettered or
+    removed."""
+
+    queue_id: int
+    order_key: str | None
+    seq: int
+    batch_id: int | None
+
+
+EXPIRED_COLUMNS = columns(ExpiredRow)
+
+
 def _s(ms: int | None) -> float | None:
     return None if ms is None else ms / 1000
 

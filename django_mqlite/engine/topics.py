@@ -31,7 +31,7 @@ from typing import Any, Protocol
 from django.db import connections, transaction
 from django.db.backends.utils import CursorWrapper
 
-from ..conf import mqlite_settings
+from ..conf import current
 from ..exceptions import (
     CrossDatabaseError,
     InvalidArgumentError,
@@ -75,8 +75,7 @@ task_delivery: TaskDelivery | None = None
 
 
 def _declared(topic: str) -> Mapping[str, Any]:
-    declared = mqlite_settings.TOPICS
-    options = declared.get(topic) if isinstance(declared, Mapping) else None
+    options = current().topics.get(topic)
     return options if isinstance(options, Mapping) else {}
 
 
@@ -91,7 +90,7 @@ def alias_of(using: str | None, topic: str) -> str:
                 f'topic {topic!r} lives on database {declared!r} (MQLITE["TOPICS"]), not {using!r}'
             )
         return declared
-    return using or mqlite_settings.DATABASE
+    return using or current().database
 
 
 def topic_database(name: str) -> str:
@@ -169,8 +168,8 @@ def subscribe(
     arguments.check_queue_name(queue)
     # A queue MQLITE["QUEUES"] declares lives on its declared database (by default
     # MQLITE["DATABASE"]); one made at run time must exist on the topic's database.
-    is_declared = queue in (mqlite_settings.QUEUES or {})
-    declared = databases.declared_database(queue) or mqlite_settings.DATABASE
+    is_declared = queue in current().queues
+    declared = databases.declared_database(queue) or current().database
     if is_declared and declared != alias:
         raise CrossDatabaseError(
             f"queue {queue!r} lives on database {declared!r}, "
@@ -231,7 +230,7 @@ def get_topic(name: str, *, using: str | None = None) -> Topic:
 
 def list_topics(*, using: str | None = None, name: str | None = None) -> list[Topic]:
     """Every topic of database ``using`` (default ``MQLITE["DATABASE"]``), by name."""
-    cursor, dialect = databases.ctx(using or mqlite_settings.DATABASE)
+    cursor, dialect = databases.ctx(using or current().database)
     where, params = ("WHERE name = %s", [name]) if name is not None else ("", [])
     cursor.execute(f"SELECT name, created_at FROM mqlite_topic {where} ORDER BY name", params)
     topics = {n: Topic(name=n, created_at=from_ms(c), subscriptions=[]) for n, c in cursor}
@@ -280,7 +279,7 @@ def topic_totals(*, using: str | None = None) -> dict[str, dict[str, Any]]:
     """Lifetime counters of every topic on database ``using``: ``{topic: {"published":
     n, "delivered": {queue: copies}}}`` (a subscription that never got a copy: 0). A
     rolled-back publish counts nowhere: the counters are written in its transaction."""
-    alias = using or mqlite_settings.DATABASE
+    alias = using or current().database
     cursor, _ = databases.ctx(alias)
     out: dict[str, dict[str, Any]] = {
         t.name: {"published": 0, "delivered": {s.queue: 0 for s in t.subscriptions}}
@@ -523,11 +522,11 @@ def sync_declared(declared: Mapping[str, Any], *, using: str | None = None) -> i
     time are kept."""
     if not isinstance(declared, Mapping):
         raise InvalidArgumentError('MQLITE["TOPICS"] must be a dict of {name: {options}}')
-    alias = using or mqlite_settings.DATABASE
+    alias = using or current().database
     done = 0
     for name, options in declared.items():
         opts = dict(options or {})
-        if (opts.pop("database", None) or mqlite_settings.DATABASE) != alias:
+        if (opts.pop("database", None) or current().database) != alias:
             continue
         subs = opts.pop("subscriptions", None) or {}
         if opts or not isinstance(subs, Mapping):

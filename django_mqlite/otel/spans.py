@@ -42,7 +42,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 
-from ..conf import mqlite_settings
+from ..conf import current
 from ..consumers import Handler
 from ..engine import tracing as engine_tracing
 from ..engine.received import Received
@@ -224,7 +224,7 @@ class Tracing:
     # -- claims and settlements (``claims``) ------------------------------------------
 
     def claims_and_settles(self) -> bool:
-        return bool(mqlite_settings.TRACING_CLAIMS_AND_SETTLES) and self.tracer() is not None
+        return current().tracing_claims_and_settles and self.tracer() is not None
 
     def received(self, queue: str, msgs: Sequence[Received], started_ns: int) -> None:
         tracer = self.tracer()

@@ -27,7 +27,7 @@ from urllib.parse import parse_qsl, quote
 
 from django.http import HttpRequest
 
-from ..conf import mqlite_settings
+from ..conf import current
 from .errors import SQSError
 
 ALGORITHM = "AWS4-HMAC-SHA256"
@@ -52,7 +52,7 @@ class Caller:
 
 def setting(name: str) -> Any:
     """A key of ``MQLITE["SQS"]`` with its default."""
-    conf = mqlite_settings.SQS or {}
+    conf = current().sqs
     defaults = {
         "CREDENTIALS": {},
         "ACCOUNT_ID": DEFAULT_ACCOUNT,

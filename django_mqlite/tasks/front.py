@@ -29,7 +29,7 @@ import dataclasses
 import json
 from typing import Any
 
-from ..conf import mqlite_settings
+from ..conf import current
 from ..engine.types import OutMessage
 from ..exceptions import InvalidArgumentError
 
@@ -39,7 +39,7 @@ CALL_FIELDS = frozenset({"task", "args", "kwargs", "backend"})
 def remote_message(queue: str, out: OutMessage) -> OutMessage:
     """``out`` as a remote surface must store it on ``queue``: unchanged, unless the
     queue is an open task queue, where it is a validated, signed task envelope."""
-    if queue not in set(mqlite_settings.OPEN_TASK_QUEUES or ()):
+    if queue not in current().open_task_queues:
         return out
     from ..permissions import task_queue_names
 

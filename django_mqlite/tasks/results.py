@@ -98,9 +98,9 @@ def _row(backend: MQLiteBackend, result_id: str, columns: tuple[str, ...]) -> An
 
 
 def _default_alias() -> str:
-    from ..conf import mqlite_settings
+    from ..conf import current
 
-    return str(mqlite_settings.DATABASE)
+    return current().database
 
 
 def locate(backend: MQLiteBackend, result_id: str) -> tuple[str, int] | None:

@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..conf import mqlite_settings
+from ..conf import current
 from ..consumers import Registry
 from ..engine import admission, databases, settle
 from ..engine.clock import now_ms, to_ms
@@ -120,7 +120,7 @@ class Job:
     def _rows(self) -> Any:
         from ..models import Message
 
-        return Message.objects.using(self.msg.using or mqlite_settings.DATABASE).filter(
+        return Message.objects.using(self.msg.using or current().database).filter(
             seq=self.msg.seq,
             lock_token=self.msg.lock_token,
             state="locked",
@@ -248,10 +248,9 @@ class Job:
 def retry_delay(backoff: Any, attempt: int) -> float:
     if callable(backoff):
         return max(0.0, float(backoff(attempt)))
-    base = float(mqlite_settings.RETRY_BACKOFF_BASE) if backoff is None else float(backoff)
-    return backoff_delay(
-        attempt, base_s=base, cap_s=float(mqlite_settings.RETRY_BACKOFF_CAP), rng=_rng
-    )
+    conf = current()
+    base = conf.retry_backoff_base_s if backoff is None else float(backoff)
+    return backoff_delay(attempt, base_s=base, cap_s=conf.retry_backoff_cap_s, rng=_rng)
 
 
 def _class_path(exc: BaseException) -> str:

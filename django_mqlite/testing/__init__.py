@@ -21,7 +21,7 @@ from typing import Any
 
 from asgiref.sync import async_to_sync, iscoroutinefunction
 
-from ..conf import mqlite_settings
+from ..conf import current
 from ..consumers import Consumer, registry
 from ..engine import arguments, databases
 from ..engine.claim import receive
@@ -63,11 +63,9 @@ def _call_inline(d: Delivery) -> Any:
 
 
 def _backoff(attempt: int) -> float:
+    conf = current()
     return backoff_delay(
-        attempt,
-        base_s=float(mqlite_settings.RETRY_BACKOFF_BASE),
-        cap_s=float(mqlite_settings.RETRY_BACKOFF_CAP),
-        rng=_rng,
+        attempt, base_s=conf.retry_backoff_base_s, cap_s=conf.retry_backoff_cap_s, rng=_rng
     )
 
 

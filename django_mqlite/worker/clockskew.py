@@ -18,7 +18,7 @@ from collections.abc import Callable
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connections
 
-from ..conf import mqlite_settings
+from ..conf import current
 from ..engine.clock import now_ms
 from ..engine.dialects import dialect_for
 
@@ -45,9 +45,9 @@ def measure_ms(using: str) -> int:
 
 def bound_s(lock_durations: list[float]) -> float:
     """The largest skew tolerated: ``MAX_CLOCK_SKEW``, else a quarter of the shortest lease."""
-    configured = mqlite_settings.MAX_CLOCK_SKEW
+    configured = current().max_clock_skew_s
     if configured is not None:
-        return float(configured)
+        return configured
     return DEFAULT_FRACTION * min(lock_durations, default=30.0)
 
 

@@ -22,7 +22,7 @@ from typing import Any
 from django.core.exceptions import ImproperlyConfigured
 
 from .. import consumers as consumers_mod
-from ..conf import mqlite_settings
+from ..conf import current
 from ..consumers import Registry
 from ..engine import databases
 from .runner import Worker
@@ -53,9 +53,9 @@ def by_database(
 
 def _home(queue: str) -> str | None:
     """Where a queue of ``MQLITE["QUEUES"]`` lives (None: not declared there)."""
-    if queue not in (mqlite_settings.QUEUES or {}):
+    if queue not in current().queues:
         return None
-    return databases.declared_database(queue) or str(mqlite_settings.DATABASE)
+    return databases.declared_database(queue) or current().database
 
 
 def build(

@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 from django.db import DatabaseError, connections
 
-from ..conf import mqlite_settings
+from ..conf import current
 from ..engine import settle
 from ..engine.clock import now_ms
 from ..exceptions import LockLostError, Reject
@@ -220,7 +220,7 @@ class Pool:
 
     def _stale_limit_s(self) -> float:
         # The margin keeps clear of the reaper's own rounding and timing.
-        return float(mqlite_settings.WORKER_STALE_AFTER) * 0.8
+        return current().worker_stale_after_s * 0.8
 
     def _may_start(self, d: Delivery) -> bool:
         """The start-margin rule (``prefetch``): ``d``'s lease has the margin left, and

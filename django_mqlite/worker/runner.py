@@ -26,7 +26,7 @@ from django.db import Error as DatabaseError
 from django.db import InterfaceError, OperationalError, connections
 
 from .. import consumers as consumers_mod
-from ..conf import mqlite_settings
+from ..conf import current
 from ..consumers import Consumer, Registry
 from ..engine import arguments, databases, listen, settle, wakeup
 from ..engine.claim import receive
@@ -159,7 +159,7 @@ class Worker:
         self._threads = [
             background.heartbeat_loop(
                 wid,
-                float(mqlite_settings.HEARTBEAT_INTERVAL),
+                current().heartbeat_interval_s,
                 self.pool.busy,
                 self.using,
                 self._gauges,
@@ -167,9 +167,7 @@ class Worker:
             )
         ]
         if self.reaper:
-            self._threads.append(
-                background.reaper_loop(float(mqlite_settings.REAP_INTERVAL), self.using)
-            )
+            self._threads.append(background.reaper_loop(current().reap_interval_s, self.using))
         if self.periodic:
             for service in consumers_mod.services():  # the periodic ticker (tasks.plugin)
                 thread = service(self.using)
@@ -194,7 +192,7 @@ class Worker:
 
     def _register(self) -> None:
         """Declared queues, the served queues' existence, and this worker's registry row."""
-        if mqlite_settings.QUEUES:
+        if current().queues:
             sync_declared(consumers_mod.declared_queues(), using=self.using)
         leases = []
         for name, consumer in self.consumers.items():
@@ -501,10 +499,11 @@ class Worker:
                 self.stop(f"max-memory: {rss:.0f} MB > {self.max_memory_mb:g} MB")
 
     def _backoff(self, attempt: int) -> float:
+        conf = current()
         return backoff_delay(
             attempt,
-            base_s=float(mqlite_settings.RETRY_BACKOFF_BASE),
-            cap_s=float(mqlite_settings.RETRY_BACKOFF_CAP),
+            base_s=conf.retry_backoff_base_s,
+            cap_s=conf.retry_backoff_cap_s,
             rng=self.rng,
         )
 

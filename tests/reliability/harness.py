@@ -23,7 +23,7 @@ from typing import Any
 from django.db import connection
 
 import django_mqlite as mq
-from django_mqlite.conf import mqlite_settings
+from django_mqlite.conf import current
 
 from ..procs import MANAGE, ROOT, wait_for
 
@@ -116,7 +116,7 @@ def receipts() -> dict[str, list[tuple[str, int]]]:
     """Settlement receipts by lock token: ``[(verb, settled_at_ms), ...]``. The engine
     writes one in the transaction of every successful settlement, expiring RECEIPT_TTL
     after the settlement's own clock reading, so that reading is recovered exactly."""
-    ttl_ms = int(float(mqlite_settings.RECEIPT_TTL) * 1000)
+    ttl_ms = current().receipt_ttl_ms
     out: dict[str, list[tuple[str, int]]] = defaultdict(list)
     with connection.cursor() as cursor:
         cursor.execute("SELECT lock_token, verb, expires_at FROM mqlite_receipt")

@@ -19,7 +19,7 @@ from rest_framework.response import Response
 
 import django_mqlite as mq
 
-from ...conf import mqlite_settings
+from ...conf import current
 from ...permissions import accepts_remote_sends
 from .. import metrics
 from .. import serializers as s
@@ -77,7 +77,7 @@ class HealthView(MQView):
     )
     def get(self, request: Request) -> Response:
         try:
-            with connections[mqlite_settings.DATABASE].cursor() as cursor:
+            with connections[current().database].cursor() as cursor:
                 cursor.execute("SELECT 1")
         except DatabaseError:
             return Response({"status": "unavailable", "database": False}, status=503)

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from ...conf import mqlite_settings
+from ...conf import current
 from ...exceptions import MQLiteError
 from ...worker.reaper import Reaper
 
@@ -30,7 +30,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         interval = options["interval"]
         if interval is None:
-            interval = float(mqlite_settings.REAP_INTERVAL)
+            interval = current().reap_interval_s
         if interval <= 0:
             raise CommandError("--interval must be a positive number of seconds")
         reaper = Reaper(interval_s=interval, using=options["database"])

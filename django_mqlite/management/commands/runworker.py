@@ -11,7 +11,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ... import checks
-from ...conf import mqlite_settings
+from ...conf import current
 from ...consumers import registry
 from ...exceptions import MQLiteError
 from ...tasks.support import nothing_to_serve
@@ -108,7 +108,7 @@ class Command(BaseCommand):
         if options["verbosity"] >= 1:
             _log_to_stderr(logging.DEBUG if options["verbosity"] >= 2 else logging.INFO)
         if not options["skip_checks"]:
-            database = options["database"] or mqlite_settings.DATABASE
+            database = options["database"] or current().database
             self.check(tags=[checks.TAG], databases=[database])
         autodiscover()
         if not registry.queues():

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ...conf import mqlite_settings
+from ...conf import current
 from ..context import Context, integer, text
 from ..errors import SQSError, invalid
 from ..store import QueueInfo
@@ -112,4 +112,4 @@ def attempt_scope(ctx: Context) -> str:
 
 def max_bytes() -> int:
     """The stored bytes (bodies and attributes) one ReceiveMessage may claim."""
-    return max(1, int(mqlite_settings.API_MAX_RESPONSE_BYTES))
+    return max(1, current().api_max_response_bytes)
