@@ -40,6 +40,7 @@ from .engine.settle import (
     release,
     renew,
     renew_batch,
+    snooze,
 )
 from .engine.topics import (
     create_topic,
@@ -82,6 +83,8 @@ from .exceptions import (
     QueueNotEmptyError,
     QueueNotFoundError,
     Reject,
+    Snooze,
+    SnoozePastExpiryError,
     TopicExistsError,
     TopicNotFoundError,
 )
@@ -112,6 +115,8 @@ __all__ = [
     "QueueStats",
     "Received",
     "Reject",
+    "Snooze",
+    "SnoozePastExpiryError",
     "State",
     "Subscription",
     "Topic",
@@ -162,6 +167,7 @@ __all__ = [
     "resume_queue",
     "send",
     "send_batch",
+    "snooze",
     "stats",
     "subscribe",
     "subscribe_task",

@@ -7,6 +7,8 @@ nothing here knows about HTTP.
 
 from __future__ import annotations
 
+import datetime as dt
+
 
 class MQLiteError(Exception):
     """Base class of every django-mqlite error."""
@@ -93,6 +95,11 @@ class BatchNotFoundError(MQLiteError):
     code = "not_found"
 
 
+class SnoozePastExpiryError(InvalidArgumentError):
+    """A snooze would end at or after the message's expiry (its TTL): it would never be
+    delivered again. Nothing was changed."""
+
+
 class Reject(Exception):  # noqa: N818 - the name reads as a verb in handlers: raise mq.Reject(...)
     """Raised by a consumer to dead-letter the message at once, without retries."""
 
@@ -100,6 +107,17 @@ class Reject(Exception):  # noqa: N818 - the name reads as a verb in handlers: r
         super().__init__(reason)
         self.reason = reason
         self.description = description
+
+
+class Snooze(Exception):  # noqa: N818 - reads as a verb in handlers: raise mq.Snooze(60)
+    """Raised by a consumer (or a Django Task) to give the message back for ``seconds``
+    (a number or a timedelta) without using up a delivery: the worker settles it with
+    the engine's one snooze verb (``Received.snooze``), capped by the queue's
+    ``max_snoozes``."""
+
+    def __init__(self, seconds: float | dt.timedelta) -> None:
+        super().__init__(seconds)
+        self.seconds = seconds
 
 
 #: What SQLite says when its write lock stayed taken past the connection's ``timeout``.
