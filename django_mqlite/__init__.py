@@ -87,6 +87,7 @@ from .exceptions import (
     SnoozePastExpiryError,
     TopicExistsError,
     TopicNotFoundError,
+    UniqueKeyLockedError,
 )
 
 __all__ = [
@@ -122,6 +123,7 @@ __all__ = [
     "Topic",
     "TopicExistsError",
     "TopicNotFoundError",
+    "UniqueKeyLockedError",
     "abandon",
     "admission",
     "apeek",

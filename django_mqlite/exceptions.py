@@ -49,6 +49,15 @@ class QueueExistsError(MQLiteError):
     code = "already_exists"
 
 
+class UniqueKeyLockedError(MQLiteError):
+    """A send with ``on_conflict="replace"`` or ``"debounce"`` met a live holder of its
+    unique key that a consumer holds (locked or deferred): its content cannot be changed
+    under the consumer, and no second live message may hold the key. Nothing was
+    written; send again once the holder is settled."""
+
+    code = "already_exists"
+
+
 class GroupRequiredError(MQLiteError):
     """The queue's ordering requires a group_id on every message."""
 
