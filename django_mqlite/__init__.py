@@ -40,6 +40,7 @@ from .engine.settle import (
     release,
     renew,
     renew_batch,
+    snooze,
 )
 from .engine.topics import (
     create_topic,
@@ -82,8 +83,11 @@ from .exceptions import (
     QueueNotEmptyError,
     QueueNotFoundError,
     Reject,
+    Snooze,
+    SnoozePastExpiryError,
     TopicExistsError,
     TopicNotFoundError,
+    UniqueKeyLockedError,
 )
 
 __all__ = [
@@ -112,11 +116,14 @@ __all__ = [
     "QueueStats",
     "Received",
     "Reject",
+    "Snooze",
+    "SnoozePastExpiryError",
     "State",
     "Subscription",
     "Topic",
     "TopicExistsError",
     "TopicNotFoundError",
+    "UniqueKeyLockedError",
     "abandon",
     "admission",
     "apeek",
@@ -162,6 +169,7 @@ __all__ = [
     "resume_queue",
     "send",
     "send_batch",
+    "snooze",
     "stats",
     "subscribe",
     "subscribe_task",

@@ -7,6 +7,8 @@ nothing here knows about HTTP.
 
 from __future__ import annotations
 
+import datetime as dt
+
 
 class MQLiteError(Exception):
     """Base class of every django-mqlite error."""
@@ -43,6 +45,15 @@ class DedupConflictError(MQLiteError):
 
 class QueueExistsError(MQLiteError):
     """The queue exists with other settings than those given (``update_queue`` changes them)."""
+
+    code = "already_exists"
+
+
+class UniqueKeyLockedError(MQLiteError):
+    """A send with ``on_conflict="replace"`` or ``"debounce"`` met a live holder of its
+    unique key that a consumer holds (locked or deferred): its content cannot be changed
+    under the consumer, and no second live message may hold the key. Nothing was
+    written; send again once the holder is settled."""
 
     code = "already_exists"
 
@@ -93,6 +104,11 @@ class BatchNotFoundError(MQLiteError):
     code = "not_found"
 
 
+class SnoozePastExpiryError(InvalidArgumentError):
+    """A snooze would end at or after the message's expiry (its TTL): it would never be
+    delivered again. Nothing was changed."""
+
+
 class Reject(Exception):  # noqa: N818 - the name reads as a verb in handlers: raise mq.Reject(...)
     """Raised by a consumer to dead-letter the message at once, without retries."""
 
@@ -100,6 +116,17 @@ class Reject(Exception):  # noqa: N818 - the name reads as a verb in handlers: r
         super().__init__(reason)
         self.reason = reason
         self.description = description
+
+
+class Snooze(Exception):  # noqa: N818 - reads as a verb in handlers: raise mq.Snooze(60)
+    """Raised by a consumer (or a Django Task) to give the message back for ``seconds``
+    (a number or a timedelta) without using up a delivery: the worker settles it with
+    the engine's one snooze verb (``Received.snooze``), capped by the queue's
+    ``max_snoozes``."""
+
+    def __init__(self, seconds: float | dt.timedelta) -> None:
+        super().__init__(seconds)
+        self.seconds = seconds
 
 
 #: What SQLite says when its write lock stayed taken past the connection's ``timeout``.

@@ -44,6 +44,9 @@ class Queue(models.Model):
     rate_tokens = models.BigIntegerField(default=0, db_default=0)
     rate_refill_at = models.BigIntegerField(default=0, db_default=0)
     max_in_flight = models.IntegerField(null=True, blank=True)
+    # How many times a message may be snoozed (``Received.snooze``) without using up a
+    # delivery; a snooze past it is an ordinary abandon.
+    max_snoozes = models.IntegerField(default=100, db_default=100)
 
     class Meta:
         db_table = "mqlite_queue"
@@ -110,6 +113,10 @@ class Message(models.Model):
     # ``send(..., unique_key=...)``: at most one live message of a queue holds a key
     # (the partial unique index below); a completed or dead-lettered one frees it.
     unique_key = models.CharField(max_length=200, null=True, blank=True)
+    # Snoozes asked of this message (``engine.settle.snooze_many``); the first
+    # ``max_snoozes`` of its queue gave their delivery back. A database default, because
+    # the engine inserts messages with raw SQL.
+    snooze_count = models.IntegerField(default=0, db_default=0)
 
     class Meta:
         db_table = "mqlite_message"

@@ -87,6 +87,7 @@ class QueueSettingsSerializer(StrictSerializer):
     max_in_flight = StrictIntegerField(
         min_value=1, max_value=1_000_000, required=False, allow_null=True
     )
+    max_snoozes = StrictIntegerField(min_value=0, required=False)  # the engine caps it
 
 
 class QueueCreateSerializer(QueueSettingsSerializer):
@@ -118,6 +119,7 @@ class QueueSerializer(serializers.Serializer):
     paused = serializers.BooleanField()
     rate_limit = serializers.FloatField(allow_null=True)
     max_in_flight = serializers.IntegerField(allow_null=True)
+    max_snoozes = serializers.IntegerField()
 
 
 class QueueListSerializer(serializers.Serializer):
@@ -253,6 +255,18 @@ class TokenSerializer(StrictSerializer):
 
 class AbandonSerializer(TokenSerializer):
     delay = seconds(required=False, allow_null=True)
+
+
+class SnoozeSerializer(TokenSerializer):
+    delay = seconds()
+
+
+class OutcomeSerializer(serializers.Serializer):
+    """What a settlement did: ``snoozed``, or past the queue's ``max_snoozes`` what the
+    abandon it became did (``retried``, ``scheduled``, ``dead_lettered``, ``forwarded``),
+    or ``replayed`` for an exact repeat."""
+
+    outcome = serializers.CharField()
 
 
 class RejectSerializer(TokenSerializer):

@@ -23,6 +23,7 @@ urlpatterns = [
         "queues/<str:name>/messages/<int:seq>/complete/", m.CompleteView.as_view(), name="complete"
     ),
     path("queues/<str:name>/messages/<int:seq>/abandon/", m.AbandonView.as_view(), name="abandon"),
+    path("queues/<str:name>/messages/<int:seq>/snooze/", m.SnoozeView.as_view(), name="snooze"),
     path("queues/<str:name>/messages/<int:seq>/reject/", m.RejectView.as_view(), name="reject"),
     path("queues/<str:name>/messages/<int:seq>/defer/", m.DeferView.as_view(), name="defer"),
     path("queues/<str:name>/messages/<int:seq>/renew/", m.RenewView.as_view(), name="renew"),

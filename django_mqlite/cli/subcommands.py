@@ -40,6 +40,7 @@ QUEUE_OPTIONS: dict[str, tuple[Callable[[str], Any], str]] = {
     "keep_results": (float, "seconds completed messages are kept"),
     "rate_limit": (cli_control.limit_type(float), "claims per second ('none': no limit)"),
     "max_in_flight": (cli_control.limit_type(int), "messages locked at once ('none': no limit)"),
+    "max_snoozes": (int, "snoozes of a message that use up no delivery (0: every one counts)"),
 }
 STATE_COLUMNS = ("active", "locked", "scheduled", "deferred", "dead_lettered")
 STATS_HEADER: tuple[str, ...] = ("queue", *STATE_COLUMNS, "completed", "oldest", "enqueued")

@@ -94,13 +94,16 @@ def admit(msg: OutMessage, now: int) -> Row:
         ttl_ms=ttl_ms,
         expires_at=None if ttl_ms is None else visible_at + ttl_ms,
         unique_key=unique_key(msg.unique_key, msg.on_conflict),
+        on_conflict=msg.on_conflict or "skip",
     )
 
 
 #: The longest ``unique_key`` (the column holds this many characters).
 MAX_UNIQUE_KEY = 200
-#: What a send may do when its unique key is held by a live message.
-ON_CONFLICT = ("skip",)
+#: What a send may do when its unique key is held by a live message: write nothing
+#: (``skip``), overwrite the holder's content (``replace``), or overwrite it and move its
+#: visible time to the send's (``debounce``). See ``send``.
+ON_CONFLICT = ("skip", "replace", "debounce")
 
 
 def unique_key(value: object, on_conflict: object) -> str | None:

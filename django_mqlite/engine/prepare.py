@@ -33,6 +33,8 @@ class Row:
     expires_at: int | None = None
     #: At most one live message of the queue holds it (None: no key).
     unique_key: str | None = None
+    #: What the send does when a live message holds ``unique_key`` (``admission.ON_CONFLICT``).
+    on_conflict: str = "skip"
     dedup_key: str | None = None
     body_hash: str | None = None
     order_key: str | None = None

@@ -16,6 +16,9 @@ from .clock import now_ms
 from .rows import QUEUE_COLUMNS, QueueRow, load_queue
 from .types import Ordering, Queue
 
+#: The most ``max_snoozes`` a queue may set.
+MAX_SNOOZES = 100_000
+
 #: The options of ``create_queue``, in the order the docs and the admin show them.
 QUEUE_OPTIONS = (
     "ordering",
@@ -32,6 +35,7 @@ QUEUE_OPTIONS = (
     "forward_dead_letters_to",
     "rate_limit",
     "max_in_flight",
+    "max_snoozes",
 )
 
 
@@ -73,6 +77,7 @@ _DEFAULTS: dict[str, Any] = {
     "forward_dead_letters_to": None,
     "rate_limit": None,
     "max_in_flight": None,
+    "max_snoozes": 100,
 }
 
 
@@ -130,6 +135,10 @@ _COLUMN: dict[str, tuple[str, Any]] = {
     "forward_dead_letters_to": ("forward_dead_letters_to", _forward_target),
     "rate_limit": ("rate_limit_milli", limits.rate_limit_milli),
     "max_in_flight": ("max_in_flight", limits.max_in_flight),
+    "max_snoozes": (
+        "max_snoozes",
+        lambda v: arguments.check_int(v, "max_snoozes", 0, MAX_SNOOZES),
+    ),
 }
 
 

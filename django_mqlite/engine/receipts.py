@@ -3,14 +3,16 @@
 The rule (SPEC §2.1): a settlement that changed a row writes a receipt in the same
 transaction, kept for ``RECEIPT_TTL``. A receipt is keyed by the whole request: the queue,
 the seq, the lock token, the verb and the verb's effect-bearing arguments (abandon's
-delay, reject's reason and description). A settlement that matched no row is an exact
+and snooze's delay, reject's reason and description). A settlement that matched no row is an exact
 replay when a live receipt has that same key, and is stale otherwise; a request that
 differs in any part of the key (another queue, another verb, another delay or reason) is
-stale, even with the right token.
+stale, even with the right token: a snooze's receipt never answers an abandon with the
+same token and delay, nor the other way round.
 
 One format for every path: the ``verb`` column holds the verb, and ``args`` holds the
 queue's id and the verb's arguments as ``"q<queue id>|<arguments>"``, where the arguments
-are written by ``abandon_args`` and ``reject_args`` (empty for complete and defer).
+are written by ``abandon_args`` (abandon and snooze) and ``reject_args`` (empty for
+complete and defer).
 Renewals write no receipt: renewing a live lease again is harmless, and an expired one
 may never be revived.
 """

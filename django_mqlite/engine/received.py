@@ -22,8 +22,8 @@ from .types import Completion, Settled, _MessageFields
 class Received(_MessageFields):
     """A claimed message. Settle it with one of its methods (or the module functions).
 
-    Each method has an async twin (``acomplete``, ``aabandon``, ``areject``, ``adefer``,
-    ``arenew``) that runs it through ``sync_to_async`` (thread-sensitive, as Django's
+    Each method has an async twin (``acomplete``, ``aabandon``, ``asnooze``, ``areject``,
+    ``adefer``, ``arenew``) that runs it through ``sync_to_async`` (thread-sensitive, as Django's
     ORM needs): same arguments, result and errors.
     """
 
@@ -33,7 +33,7 @@ class Received(_MessageFields):
     #: The worker registry id the claim was made for (``receive(worker_id=...)``).
     worker_id: int | None = field(default=None, repr=False, compare=False)
     #: The verb that settled this message through its methods ("complete", "abandon",
-    #: "reject", "defer"), or None. A worker leaves a message its handler settled alone;
+    #: "snooze", "reject", "defer"), or None. A worker leaves a message its handler settled alone;
     #: code settling through the module-level functions sets this itself.
     settled: str | None = field(default=None, repr=False, compare=False)
     #: Set by a handler that returns normally but wants its completion to carry a result
@@ -67,6 +67,14 @@ class Received(_MessageFields):
         item = settle.AbandonItem(self.seq, self._token(), delay)
         self._settled("abandon", settle.abandon_many(self.queue, [item], using=self.using))
 
+    def snooze(self, delay: float | dt.timedelta) -> Settled:
+        """Give the message back for ``delay`` without using up a delivery (the queue's
+        ``max_snoozes`` caps it; see ``settle.snooze_many``). Returns what happened."""
+        item = settle.SnoozeItem(self.seq, self._token(), delay)
+        self._settled("snooze", settle.snooze_many(self.queue, [item], using=self.using))
+        assert self.outcome is not None
+        return self.outcome
+
     def reject(self, reason: str, description: str = "") -> None:
         item = settle.RejectItem(self.seq, self._token(), reason, description)
         self._settled("reject", settle.reject_many(self.queue, [item], using=self.using))
@@ -91,6 +99,9 @@ class Received(_MessageFields):
 
     async def aabandon(self, delay: float | dt.timedelta | None = None) -> None:
         await sync_to_async(self.abandon, thread_sensitive=True)(delay)
+
+    async def asnooze(self, delay: float | dt.timedelta) -> Settled:
+        return await sync_to_async(self.snooze, thread_sensitive=True)(delay)
 
     async def areject(self, reason: str, description: str = "") -> None:
         await sync_to_async(self.reject, thread_sensitive=True)(reason, description)

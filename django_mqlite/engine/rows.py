@@ -94,6 +94,7 @@ class QueueRow:
     paused: bool
     rate_limit_milli: int | None
     max_in_flight: int | None
+    max_snoozes: int
 
     @property
     def limited(self) -> bool:
@@ -119,6 +120,7 @@ class QueueRow:
             paused=bool(self.paused),
             rate_limit=None if self.rate_limit_milli is None else self.rate_limit_milli / 1000,
             max_in_flight=self.max_in_flight,
+            max_snoozes=self.max_snoozes,
         )
 
 

@@ -12,6 +12,15 @@ whose key is held writes nothing and returns the holder's seq (``on_conflict="sk
 read by a second statement only then. A send racing the holder's commit waits for it on
 PostgreSQL (the index decides, not a read); SQLite has one writer. Sends without a key run
 the statements they always did.
+
+``on_conflict="replace"`` and ``"debounce"``: when the insert found the key held, one
+guarded UPDATE writes the send's content (body, content type, subject, properties,
+correlation id, reply-to, priority, expiry) into the holder, only if it is ``active`` or
+``scheduled``; ``debounce`` also moves its visible time to the send's (now + delay). The
+holder keeps its seq, message id, group and place in its line, and the send returns its
+seq. A holder a consumer has (``locked`` or ``deferred``) is not changed: the send raises
+``UniqueKeyLockedError`` and a batch writes nothing. The index still decides who holds
+the key; the UPDATE only ever touches the one live row that does.
 """
 
 from __future__ import annotations
@@ -25,6 +34,7 @@ from django.db.backends.utils import CursorWrapper
 from ..exceptions import (
     DedupConflictError,
     InvalidArgumentError,
+    UniqueKeyLockedError,
 )
 from . import arguments, batches, databases, events, lines, send_one, totals, tracing
 from .admission import admit
@@ -284,9 +294,25 @@ def _values_sql(dialect: Dialect, q: QueueRow, r: Row, now: int, params: list[An
 _UNIQUE_PREDICATE = f"state IN {lines.LIVE_SQL} AND unique_key IS NOT NULL"
 _UNIQUE_CONFLICT = f"ON CONFLICT (queue_id, unique_key) WHERE {_UNIQUE_PREDICATE} DO NOTHING"
 _HOLDER = (
-    "SELECT seq FROM mqlite_message WHERE queue_id = %s AND unique_key = %s "
+    "SELECT seq, state FROM mqlite_message WHERE queue_id = %s AND unique_key = %s "
     f"AND {_UNIQUE_PREDICATE}"
 )
+#: The holder's states a replacing send may not change: a consumer holds the message.
+_HELD = ("locked", "deferred")
+
+# -- name: replace_unique -----------------------------------------------------------------
+# ``on_conflict="replace"``/``"debounce"``: the live holder's content becomes the send's,
+# only while no consumer holds it (active or scheduled). Parameters: body, content_type,
+# subject, properties, correlation_id, reply_to, priority, expires_at, (debounce: visible
+# time, visible time, now), queue id, key.
+_REPLACE = (
+    "UPDATE mqlite_message SET body = %s, content_type = %s, subject = %s, "
+    "properties = {json}, correlation_id = %s, reply_to = %s, priority = %s, "
+    "expires_at = %s{debounce} "
+    f"WHERE queue_id = %s AND unique_key = %s AND {_UNIQUE_PREDICATE} "
+    "AND state IN ('active', 'scheduled') RETURNING seq"
+)
+_DEBOUNCE = ", visible_at = %s, state = CASE WHEN %s > %s THEN 'scheduled' ELSE 'active' END"
 #: A holder can finish between the skipped insert and the read of its seq (PostgreSQL);
 #: the send then tries again, this many times in all.
 UNIQUE_ATTEMPTS = 20
@@ -296,9 +322,10 @@ def _insert_each(
     cursor: CursorWrapper, dialect: Dialect, q: QueueRow, rows: list[Row], now: int
 ) -> list[Row]:
     """Insert ``rows`` one statement each, in order (a batch that holds a unique key):
-    a row whose key a live message holds is skipped and takes that message's seq.
-    Returns the rows written. Each row asks whether its line has a live message, since
-    an earlier row of its line in this batch may have been skipped."""
+    a row whose key a live message holds takes that message's seq, having written
+    nothing (``skip``) or its content into the holder (``replace``, ``debounce``).
+    Returns the rows inserted. Each row asks whether its line has a live message, since
+    an earlier row of its line in this batch may not have been inserted."""
     written: list[Row] = []
     for r in rows:
         r.first_in_line = True
@@ -311,23 +338,75 @@ def _insert_each(
             )
             r.seq = int(cursor.fetchone()[0])
             written.append(r)
-            continue
-        sql = (
-            f"INSERT INTO mqlite_message ({_INSERT_COLUMNS}, unique_key) "
-            f"VALUES {values[:-1]}, %s) {_UNIQUE_CONFLICT} RETURNING seq"
-        )
-        for _ in range(UNIQUE_ATTEMPTS):
-            cursor.execute(sql, [*params, r.unique_key])
-            got = cursor.fetchone()
-            if got is not None:
-                r.seq = int(got[0])
-                written.append(r)
-                break
-            cursor.execute(_HOLDER, [q.id, r.unique_key])
-            got = cursor.fetchone()
-            if got is not None:
-                r.seq = int(got[0])
-                break
-        else:
-            raise RuntimeError(f"unique_key {r.unique_key!r}: no insert and no holder")
+        elif _insert_unique(cursor, dialect, q, r, values, params, now):
+            written.append(r)
     return written
+
+
+def _insert_unique(
+    cursor: CursorWrapper,
+    dialect: Dialect,
+    q: QueueRow,
+    r: Row,
+    values: str,
+    params: list[Any],
+    now: int,
+) -> bool:
+    """Insert ``r`` unless a live message holds its key; True when it was inserted.
+    Otherwise ``r.seq`` is the holder's, and ``replace``/``debounce`` wrote ``r``'s
+    content into it by one guarded UPDATE (only an ``active`` or ``scheduled`` holder:
+    one a consumer holds raises ``UniqueKeyLockedError``). The holder may finish or move
+    between two statements; each attempt asks the database again."""
+    sql = (
+        f"INSERT INTO mqlite_message ({_INSERT_COLUMNS}, unique_key) "
+        f"VALUES {values[:-1]}, %s) {_UNIQUE_CONFLICT} RETURNING seq"
+    )
+    for _ in range(UNIQUE_ATTEMPTS):
+        cursor.execute(sql, [*params, r.unique_key])
+        got = cursor.fetchone()
+        if got is not None:
+            r.seq = int(got[0])
+            return True
+        if r.on_conflict != "skip":
+            got = _replace(cursor, dialect, q, r, now)
+            if got is not None:
+                r.seq = got
+                return False
+        cursor.execute(_HOLDER, [q.id, r.unique_key])
+        holder = cursor.fetchone()
+        if holder is None:
+            continue  # it finished since the insert: try again
+        r.seq = int(holder[0])
+        if r.on_conflict == "skip":
+            return False
+        if holder[1] in _HELD:
+            raise UniqueKeyLockedError(
+                f"unique_key {r.unique_key!r} on {q.name!r} is held by message {r.seq}, "
+                f"which a consumer holds ({holder[1]}); nothing was written"
+            )
+    raise RuntimeError(f"unique_key {r.unique_key!r}: no insert and no holder")
+
+
+def _replace(cursor: CursorWrapper, dialect: Dialect, q: QueueRow, r: Row, now: int) -> int | None:
+    """Write ``r``'s content into the live holder of its key, if no consumer holds it;
+    ``debounce`` also moves the holder's visible time to ``r``'s. The holder keeps its
+    seq, message id, group and place in its line. Returns its seq, or None."""
+    debounce = r.on_conflict == "debounce"
+    cursor.execute(
+        _REPLACE.format(json=dialect.json_param(), debounce=_DEBOUNCE if debounce else ""),
+        [
+            r.body,
+            r.content_type,
+            r.subject,
+            r.properties,
+            r.correlation_id,
+            r.reply_to,
+            r.priority,
+            r.expires_at,
+            *([r.visible_at, r.visible_at, now] if debounce else []),
+            q.id,
+            r.unique_key,
+        ],
+    )
+    got = cursor.fetchone()
+    return None if got is None else int(got[0])

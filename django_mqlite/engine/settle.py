@@ -1,4 +1,4 @@
-"""Settling claimed messages: complete, abandon, reject, defer, renew.
+"""Settling claimed messages: complete, abandon, snooze, reject, defer, renew.
 
 The fence, written once: a settlement acts only on a row that is ``locked`` under the
 lock token it presents, with a live lease (``locked_until > now``; equality at the
@@ -9,11 +9,12 @@ matched no row is looked up in the receipts (``receipts``): an exact replay of a
 settlement that committed is ``replayed``, anything else is ``stale``.
 
 Batch first: each verb has one implementation, for a batch (``complete_many``,
-``abandon_many``, ``reject_many``, ``defer_many``, ``renew_many``), which returns a
-``Settled`` per item saying what happened (completed, retried, scheduled,
-dead-lettered, forwarded, deferred, renewed, stale, replayed), so no caller re-reads
-rows to guess. A single call is the batch of one: ``complete``, ``abandon``, ``reject``,
-``defer`` and ``renew`` raise ``LockLostError`` for a stale item (``one``);
+``abandon_many``, ``snooze_many``, ``reject_many``, ``defer_many``, ``renew_many``), which
+returns a ``Settled`` per item saying what happened (completed, retried, snoozed,
+scheduled, dead-lettered, forwarded, deferred, renewed, stale, replayed), so no caller
+re-reads rows to guess. A single call is the batch of one: ``complete``, ``abandon``,
+``snooze``, ``reject``, ``defer`` and ``renew`` raise ``LockLostError`` for a stale item
+(``one``);
 ``complete_batch`` and ``renew_batch`` answer a bool per item. Every dead letter a
 settlement makes goes through ``dead_letters.buried`` (counted, and forwarded to the
 queue's ``forward_dead_letters_to``).
@@ -42,7 +43,12 @@ from typing import Any
 from django.db import transaction
 from django.db.backends.utils import CursorWrapper
 
-from ..exceptions import InvalidArgumentError, LockLostError, MessageGoneError
+from ..exceptions import (
+    InvalidArgumentError,
+    LockLostError,
+    MessageGoneError,
+    SnoozePastExpiryError,
+)
 from . import (
     arguments,
     batches,
@@ -65,15 +71,19 @@ from .settle_items import (
     AbandonItem,
     Pair,
     RejectItem,
+    SnoozeItem,
     check_abandons,
     check_pairs,
     check_rejects,
+    check_snoozes,
 )
 from .settle_sql import (
     ABANDON,
     REJECT,
+    SNOOZE,
     MovedRow,
     RenewedRow,
+    SnoozedRow,
     complete_kept,
     complete_plain,
     fence,
@@ -297,6 +307,93 @@ def abandon(
     """``abandon_many`` of one message (see ``AbandonItem``)."""
     item = AbandonItem(seq, lock_token, delay, error, attempt)
     one(queue, abandon_many(queue, [item], using=using, lapsed=lapsed))
+
+
+def snooze_many(
+    queue: str, items: Sequence[SnoozeItem], *, using: str | None = None
+) -> list[Settled]:
+    """Give many back for their delays without using up a delivery: each row is parked
+    (``scheduled``, or ``active`` for a zero delay) with the claim's count of the
+    delivery undone, and answers ``snoozed``. A parked head keeps its group's line, as
+    an abandon with a delay does. The queue's ``max_snoozes`` caps it: a message already
+    snoozed that many times is abandoned instead, with the same delay (``retried`` or
+    ``scheduled``, its delivery counted; dead-lettered and forwarded on its last).
+
+    A snooze that would end at or after a held message's expiry raises
+    ``SnoozePastExpiryError`` (an ``InvalidArgumentError``) and the whole call changes
+    nothing. Receipted under the verb ``snooze``: an exact replay succeeds, and no
+    abandon's receipt answers it (nor the other way round)."""
+    checked = check_snoozes(items)
+
+    def apply(cursor: CursorWrapper, dialect: Dialect, q: QueueRow, now: int) -> Done:
+        params: list[Any] = [
+            v for seq, token, delay_ms in checked for v in (seq, token, now + delay_ms)
+        ]
+        ms, mx = q.max_snoozes, q.max_delivery_count
+        hint, where, fence_params = joined_fence(dialect, [c[:2] for c in checked], q.id, now)
+        cursor.execute(
+            SNOOZE.format(
+                values=", ".join(["(%s, %s, %s)"] * len(checked)), hint=hint, fence=where
+            ),
+            [*params, ms, mx, now, ms, ms, ms, mx, ms, mx, now, *fence_params],
+        )
+        rows = [SnoozedRow(*r) for r in cursor.fetchall()]
+        if len(rows) < len(checked):
+            _refuse_past_expiry(cursor, q, checked, {r.seq for r in rows}, now)
+        over = [
+            MovedRow(r.seq, r.state, r.order_key, r.batch_id) for r in rows if r.snooze_count > ms
+        ]
+        dead = [
+            Buried(q.id, r.seq, r.order_key, r.batch_id) for r in over if r.state == "dead_lettered"
+        ]
+        if over:
+            totals.bump_totals(
+                cursor, dialect, q.id, abandoned=len(over), retried=len(over) - len(dead)
+            )
+        done = _with_burials(cursor, dialect, q, over, dead, "exhausted")
+        done.update({r.seq: Settled(r.seq, Outcome.SNOOZED) for r in rows if r.snooze_count <= ms})
+        return done
+
+    requests = [(seq, token, receipts.abandon_args(delay_ms)) for seq, token, delay_ms in checked]
+    return _settle(queue, using, "snooze", requests, apply)
+
+
+def _refuse_past_expiry(
+    cursor: CursorWrapper,
+    q: QueueRow,
+    checked: Sequence[tuple[int, str, int]],
+    moved: set[int],
+    now: int,
+) -> None:
+    """Raise ``SnoozePastExpiryError`` when an item the snooze did not move is held under
+    its token with a live lease and expires before its snooze would end (the statement
+    leaves those alone); the caller's transaction then rolls the whole call back."""
+    wanted = {seq: (token, now + delay_ms) for seq, token, delay_ms in checked if seq not in moved}
+    seqs = batches.placeholders(len(wanted))
+    cursor.execute(
+        "SELECT seq, lock_token, expires_at FROM mqlite_message WHERE queue_id = %s "
+        f"AND state = 'locked' AND locked_until > %s AND seq IN ({seqs})",
+        [q.id, now, *wanted],
+    )
+    for seq, token, expires_at in cursor.fetchall():
+        presented, visible = wanted[seq]
+        if token == presented and expires_at is not None and expires_at <= visible:
+            raise SnoozePastExpiryError(
+                f"message {seq} on {q.name!r} expires before its snooze would end; nothing changed"
+            )
+
+
+def snooze(
+    queue: str,
+    seq: int,
+    lock_token: str,
+    delay: float | dt.timedelta,
+    *,
+    using: str | None = None,
+) -> Settled:
+    """``snooze_many`` of one message; returns what happened (``snoozed``, or past the
+    queue's ``max_snoozes`` what the abandon did)."""
+    return one(queue, snooze_many(queue, [SnoozeItem(seq, lock_token, delay)], using=using))
 
 
 def reject_many(

@@ -32,6 +32,15 @@ class AbandonItem(NamedTuple):
     attempt: Any = None
 
 
+class SnoozeItem(NamedTuple):
+    """One message to snooze for ``delay`` (seconds or a timedelta, required; part of
+    the request's identity)."""
+
+    seq: int
+    lock_token: str
+    delay: float | dt.timedelta
+
+
 class RejectItem(NamedTuple):
     """One message to dead-letter with ``reason`` and ``description`` (both part of the
     request's identity); ``error`` and ``attempt`` as for ``AbandonItem``."""
@@ -88,6 +97,17 @@ def check_abandons(items: object) -> list[tuple[int, str, int, str | None, str |
             )
         )
     return out
+
+
+def check_snoozes(items: object) -> list[tuple[int, str, int]]:
+    """Each snooze's (seq, lock_token, delay_ms); the delay must be given (>= 0, finite,
+    at most ten years)."""
+    check_pairs(items, MAX_COMPLETE_BATCH, range(3, 4))
+    assert isinstance(items, list | tuple)
+    return [
+        (seq, token, arguments.duration_ms(delay, "delay"))
+        for seq, token, delay in (SnoozeItem(*item) for item in items)
+    ]
 
 
 def check_reason(reason: object, description: object) -> tuple[str, str]:

@@ -47,6 +47,18 @@ class MovedRow:
 
 
 @dataclass(slots=True)
+class SnoozedRow:
+    """A row a snooze moved: as ``MovedRow``, with the snoozes asked of it so far (one
+    past the queue's ``max_snoozes`` or more: this one was an ordinary abandon)."""
+
+    seq: int
+    state: str
+    order_key: str | None
+    batch_id: int | None
+    snooze_count: int
+
+
+@dataclass(slots=True)
 class RenewedRow:
     """A row a renewal extended, with its new lease deadline (ms)."""
 
@@ -114,6 +126,34 @@ ABANDON = (
     "FROM v WHERE {fence} "
     "RETURNING mqlite_message.seq, mqlite_message.state, mqlite_message.order_key, "
     "mqlite_message.batch_id"
+)
+
+# -- name: snooze ----------------------------------------------------------------------
+# Give back until the item's visible time, undoing the claim's count of the delivery,
+# while the row has been snoozed fewer than ``max_snoozes`` times; past that, the
+# abandon's rule (dead-letter on the last allowed delivery). Each snooze is counted, up to
+# max_snoozes + 1 (so the returned count says which rule applied). A snooze that would
+# end at or after the row's expiry matches nothing (``snooze_many`` tells it from a stale
+# token). Parameters: the VALUES rows (seq, token, visible_at), then max_snoozes, max,
+# now, max_snoozes, max_snoozes, max_snoozes, max, max_snoozes, max, now, then
+# ``joined_fence``'s.
+_OVER = "snooze_count >= %s AND delivery_count >= %s"
+SNOOZE = (
+    "WITH v (seq, token, visible) AS (VALUES {values}) "
+    "UPDATE mqlite_message {hint} SET "
+    f"state = CASE WHEN {_OVER} THEN 'dead_lettered' "
+    "WHEN v.visible > %s THEN 'scheduled' ELSE 'active' END, "
+    "delivery_count = CASE WHEN snooze_count < %s AND delivery_count > 0 "
+    "THEN delivery_count - 1 ELSE delivery_count END, "
+    "snooze_count = CASE WHEN snooze_count <= %s THEN snooze_count + 1 ELSE snooze_count END, "
+    "visible_at = v.visible, lock_token = NULL, locked_until = NULL, locked_by = NULL, "
+    f"dead_letter_reason = CASE WHEN {_OVER} "
+    f"THEN '{EXHAUSTED_REASON}' ELSE dead_letter_reason END, "
+    f"dead_lettered_at = CASE WHEN {_OVER} THEN %s ELSE dead_lettered_at END "
+    "FROM v WHERE {fence} "
+    "AND (mqlite_message.expires_at IS NULL OR mqlite_message.expires_at > v.visible) "
+    "RETURNING mqlite_message.seq, mqlite_message.state, mqlite_message.order_key, "
+    "mqlite_message.batch_id, mqlite_message.snooze_count"
 )
 
 # -- name: reject ----------------------------------------------------------------------

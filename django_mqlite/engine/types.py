@@ -67,6 +67,8 @@ class Queue:
     paused: bool = False
     rate_limit: float | None = None
     max_in_flight: int | None = None
+    #: How many snoozes of a message give their delivery back (``Received.snooze``).
+    max_snoozes: int = 100
 
 
 @dataclass
@@ -179,6 +181,8 @@ class Outcome(enum.StrEnum):
     COMPLETED = "completed"
     #: Abandoned: active again at once.
     RETRIED = "retried"
+    #: Snoozed: given back (parked until its delay ends) without using up a delivery.
+    SNOOZED = "snoozed"
     #: Abandoned with a delay: parked in ``scheduled`` until it ends.
     SCHEDULED = "scheduled"
     #: Dead-lettered (rejected, or abandoned on its last allowed delivery) and kept here.

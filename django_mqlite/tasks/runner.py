@@ -13,7 +13,9 @@ the consumer of every queue of every ``MQLiteBackend``. For each delivery it:
    on an exception appends the attempt with its class path and traceback in the
    statement that retries it after the task's backoff or, on its last
    attempt (or for ``mq.Reject``), dead-letters it, and sends ``task_finished`` from
-   inside the ``except`` block.
+   inside the ``except`` block; ``mq.Snooze`` gives it back with the engine's snooze
+   verb instead (no attempt used up, no attempt recorded, up to the queue's
+   ``max_snoozes``).
 
 One settlement statement per attempt and no write before the task runs: while it runs,
 ``get_result`` reads RUNNING with the running attempt taken from the locked row itself
@@ -39,8 +41,8 @@ from ..engine.clock import now_ms, to_ms
 from ..engine.queues import get_queue
 from ..engine.received import Received
 from ..engine.settle_items import MAX_DESCRIPTION
-from ..engine.types import Completion
-from ..exceptions import LockLostError, Reject
+from ..engine.types import Completion, Outcome
+from ..exceptions import InvalidArgumentError, LockLostError, Reject, Snooze
 from ..worker import db_health
 from ..worker.delivery import log_fields
 from ..worker.retry import backoff_delay
@@ -181,6 +183,28 @@ class Job:
     def alias(self) -> str:
         return databases.alias_of(self.msg.using, self.msg.queue)
 
+    def snooze(self, snooze: Snooze) -> bool | None:
+        """Give the task back for ``snooze.seconds`` with the engine's snooze verb (the
+        same request on a retry after a lost connection, as ``fail``); True when, past
+        the queue's ``max_snoozes``, it was dead-lettered on its last delivery. None when
+        the delay is invalid (negative, too long, past the task's expiry): nothing was
+        written and the caller fails the attempt instead."""
+        msg = self.msg
+        assert msg.lock_token is not None
+        item = settle.SnoozeItem(msg.seq, msg.lock_token, snooze.seconds)
+        try:
+            got = db_health.retry_lost(
+                lambda: settle.snooze_many(msg.queue, [item], using=msg.using),
+                self.alias,
+                f"snoozing task #{msg.seq}",
+            )
+        except InvalidArgumentError as exc:
+            logger.warning("task #%s: cannot snooze: %s", msg.seq, exc, extra=log_fields(msg))
+            return None
+        msg.outcome = settle.one(msg.queue, got)
+        msg.settled = "snooze"
+        return msg.outcome.outcome in (Outcome.DEAD_LETTERED, Outcome.FORWARDED)
+
     def fail(self, description: str, tb: str, reject: Reject | None = None) -> bool:
         """Retry or dead-letter after a failed attempt; True when it was the last.
 
@@ -287,6 +311,12 @@ def run_task(msg: Received) -> None:
         # Ctrl-C reaches the worker's main thread, which drains gracefully), and letting
         # it escape would leave the task RUNNING with its lease renewed forever.
         tb = traceback.format_exc()
+        if isinstance(exc, Snooze) and (final := job.snooze(exc)) is not None:
+            if final:
+                task_finished.send(
+                    sender, task_result=job.result(TaskResultStatus.FAILED, None, True)
+                )
+            return
         msg.failure = exc
         job.record_error(_class_path(exc), tb)
         final = job.fail(

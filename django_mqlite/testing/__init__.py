@@ -28,7 +28,7 @@ from ..engine.claim import receive
 from ..engine.inspect import peek
 from ..engine.queues import create_queue, get_queue
 from ..engine.types import Outcome, Peeked, State
-from ..exceptions import QueueNotFoundError
+from ..exceptions import QueueNotFoundError, Snooze
 from ..worker import handling, middleware, tracing
 from ..worker.delivery import Delivery
 from ..worker.discovery import autodiscover
@@ -89,7 +89,8 @@ def _served(queues: tuple[str, ...], alias: str) -> dict[str, Consumer]:
 
 
 #: How ``drain`` counts each settlement outcome (``Received.outcome``, as the engine's
-#: verb answered it): a deferred message, a lost lease or a replay is not counted.
+#: verb answered it): a deferred or snoozed message, a lost lease or a replay is not
+#: counted.
 _COUNTED = {
     Outcome.COMPLETED: "completed",
     Outcome.RETRIED: "retried",
@@ -142,7 +143,7 @@ def _handle(d: Delivery, alias: str, result: dict[str, Any]) -> None:
     failure, tb = handling.run_handler(d, call=_call_inline)
     if isinstance(failure, KeyboardInterrupt):
         raise failure  # in the calling thread this is a real Ctrl-C: stop the drain
-    if failure is not None or msg.failure is not None:
+    if (failure is not None and not isinstance(failure, Snooze)) or msg.failure is not None:
         result["errors"].append(failure or msg.failure)
     if msg.settled is None:
         if failure is None:

@@ -5,8 +5,10 @@ them in the calling thread).
 - ``run_handler``: call the handler, capture its exception and traceback;
 - ``complete``: complete a successful delivery (carrying its ``Completion``, then calling
   its ``on_completed``), as the worker's batched completion does for one message;
-- ``settle_failure``: ``mq.Reject`` dead-letters, any other exception abandons with the
-  retry backoff (dead-lettered by the engine at ``max_delivery_count``).
+- ``settle_failure``: ``mq.Reject`` dead-letters, ``mq.Snooze`` gives the message back
+  with the engine's snooze verb (no delivery used up, up to the queue's ``max_snoozes``),
+  any other exception abandons with the retry backoff (dead-lettered by the engine at
+  ``max_delivery_count``).
 """
 
 from __future__ import annotations
@@ -19,8 +21,8 @@ from typing import Any
 from ..engine import settle
 from ..engine.admission import diagnostic
 from ..engine.received import Received
-from ..engine.types import Settled
-from ..exceptions import Reject
+from ..engine.types import Outcome, Settled
+from ..exceptions import InvalidArgumentError, Reject, Snooze
 from .aio import call_handler
 from .delivery import Delivery, log_fields
 
@@ -67,8 +69,9 @@ def settle_failure(
     using: str,
     backoff: Callable[[int], float],
 ) -> Settled:
-    """Settle a delivery its handler did not settle: a failure is rejected (``Reject``)
-    or abandoned with ``backoff(delivery_count)`` (dead-lettered, and forwarded, at the
+    """Settle a delivery its handler did not settle: a failure is rejected (``Reject``),
+    snoozed (``Snooze``; an invalid delay fails the attempt like any other error) or
+    abandoned with ``backoff(delivery_count)`` (dead-lettered, and forwarded, at the
     last allowed delivery); a success is completed. A stale token (a late success, a
     lost lease) raises ``LockLostError``. The outcome is also kept as ``msg.outcome``."""
     token = msg.lock_token
@@ -79,6 +82,8 @@ def settle_failure(
     elif isinstance(failure, Reject):
         item = settle.RejectItem(msg.seq, token, failure.reason, failure.description)
         got = settle.reject_many(msg.queue, [item], using=using)
+    elif isinstance(failure, Snooze) and (snoozed := _snoozed(msg, failure, using)) is not None:
+        got = snoozed
     else:
         delay = backoff(msg.delivery_count)
         abandon = settle.AbandonItem(msg.seq, token, delay=delay, error=tb)
@@ -93,9 +98,26 @@ def settle_failure(
             diagnostic(failure.reason),
             extra=log_fields(msg),
         )
+    elif isinstance(failure, Snooze) and result.outcome is Outcome.SNOOZED:
+        logger.info(
+            "%s #%s snoozed for %ss", msg.queue, msg.seq, failure.seconds, extra=log_fields(msg)
+        )
     elif failure is not None:
         log_failure(msg, failure, delay)
     return result
+
+
+def _snoozed(msg: Received, failure: Snooze, using: str) -> list[Settled] | None:
+    """The engine's snooze of ``msg`` for the handler's ``Snooze``; None when its delay is
+    invalid (negative, NaN, too long, past the message's expiry), which then fails the
+    attempt like any other error (its text kept as the last error)."""
+    assert msg.lock_token is not None
+    item = settle.SnoozeItem(msg.seq, msg.lock_token, failure.seconds)
+    try:
+        return settle.snooze_many(msg.queue, [item], using=using)
+    except InvalidArgumentError as exc:
+        logger.warning("%s #%s: cannot snooze: %s", msg.queue, msg.seq, exc, extra=log_fields(msg))
+        return None
 
 
 def log_failure(msg: Received, failure: BaseException, delay: float) -> None:

@@ -25,7 +25,7 @@ from django.db import DatabaseError, connections
 from ..conf import current
 from ..engine import settle
 from ..engine.clock import now_ms
-from ..exceptions import LockLostError, Reject
+from ..exceptions import LockLostError, Reject, Snooze
 from . import db_health, handling, tracing
 from .delivery import Delivery, log_fields
 from .prefetch import start_margin_s
@@ -304,7 +304,7 @@ class Pool:
             elif failure is None and not late:
                 with self.lock:
                     self.done.append(d)
-            elif failure is not None and not late and not isinstance(failure, Reject):
+            elif failure is not None and not late and not isinstance(failure, Reject | Snooze):
                 self._fail_later(d, failure, tb)
             else:
                 self._settle_directly(d, failure, tb)
@@ -331,7 +331,7 @@ class Pool:
         handling.log_failure(msg, failure, delay)
 
     def _settle_directly(self, d: Delivery, failure: BaseException | None, tb: str) -> None:
-        if failure is not None:
+        if failure is not None and not isinstance(failure, Snooze):  # a snooze is no failure
             with self.lock:
                 self.failures += 1
         # The handler may have failed because this thread's connection was lost: check

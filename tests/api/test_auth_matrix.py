@@ -40,6 +40,13 @@ ROUTES = [
     ("post", "queues/work/messages/{seq}/abandon/", {"lock_token": "{token}"}, "receive", 204),
     (
         "post",
+        "queues/work/messages/{seq}/snooze/",
+        {"lock_token": "{token}", "delay": 0},
+        "receive",
+        200,
+    ),
+    (
+        "post",
         "queues/work/messages/{seq}/reject/",
         {"lock_token": "{token}", "reason": "r"},
         "receive",

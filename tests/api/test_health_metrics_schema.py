@@ -47,10 +47,11 @@ def test_schema(api: Any, db: Any) -> None:
     assert schema["openapi"].startswith("3.")
     assert schema["servers"] == [{"url": "/mq"}]
     ops = {(p, m) for p, item in schema["paths"].items() for m in item if m != "parameters"}
-    assert len(ops) == 33
+    assert len(ops) == 34
     assert ("/topics/{topic}/publish/", "post") in ops
     assert ("/topics/{topic}/subscriptions/{name}/", "put") in ops
     assert ("/queues/{name}/messages/{seq}/renew/", "post") in ops
+    assert ("/queues/{name}/messages/{seq}/snooze/", "post") in ops
     assert ("/queues/{name}/history/", "get") in ops
     assert ("/queues/{name}/pause/", "post") in ops
     for path, item in schema["paths"].items():

@@ -28,7 +28,7 @@ def test_bad_unique_key_or_policy_is_400_and_writes_nothing(api: Any, q: str) ->
     for body in (
         {"body": 1, "unique_key": "k" * 201},
         {"body": 1, "unique_key": 5},
-        {"body": 1, "unique_key": "k", "on_conflict": "replace"},
+        {"body": 1, "unique_key": "k", "on_conflict": "overwrite"},
         {"body": 1, "on_conflict": "skip"},
     ):
         assert api.post(path, body, format="json").status_code == 400, body
@@ -36,3 +36,25 @@ def test_bad_unique_key_or_policy_is_400_and_writes_nothing(api: Any, q: str) ->
         api.post(path, {"body": 1, "on_conflict": "skip"}, format="json"), 400, "invalid_argument"
     )
     assert mq.peek(q, limit=10) == []
+
+
+def test_replace_and_debounce_on_the_wire(api: Any, q: str) -> None:
+    path = url(f"queues/{q}/messages/")
+    first = api.post(path, {"body": 1, "unique_key": "k"}, format="json").json()["seq"]
+    r = api.post(path, {"body": 2, "unique_key": "k", "on_conflict": "replace"}, format="json")
+    assert (r.status_code, r.json()["seq"]) == (201, first)
+    r = api.post(
+        path, {"body": 3, "unique_key": "k", "on_conflict": "debounce", "delay": 60}, format="json"
+    )
+    assert (r.status_code, r.json()["seq"]) == (201, first)
+    (p,) = mq.peek(q)
+    assert (p.body, p.state) == (b"3", "scheduled")
+
+
+def test_replacing_a_locked_holder_is_409(api: Any, q: str) -> None:
+    path = url(f"queues/{q}/messages/")
+    api.post(path, {"body": 1, "unique_key": "k"}, format="json")
+    (_held,) = mq.receive(q)
+    r = api.post(path, {"body": 2, "unique_key": "k", "on_conflict": "replace"}, format="json")
+    error(r, 409, "already_exists")
+    assert mq.peek(q)[0].body == b"1"

@@ -83,3 +83,12 @@ def _fields(text: str) -> dict[str, str]:
     """``key  value`` lines (keys may contain single spaces) as a dict."""
     pairs = (line.rsplit("  ", 1) for line in text.splitlines())
     return {key.strip(): value.strip() for key, value in pairs}
+
+
+def test_create_queue_sets_max_snoozes() -> None:
+    mqlite("create-queue", "nap", "--max-snoozes", "3")
+    assert mq.get_queue("nap").max_snoozes == 3
+    mqlite("create-queue", "nap", "--max-snoozes", "0")
+    assert mq.get_queue("nap").max_snoozes == 0
+    with pytest.raises(CommandError, match="max_snoozes"):
+        mqlite("create-queue", "nap", "--max-snoozes", "-1")

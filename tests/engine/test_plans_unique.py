@@ -42,3 +42,14 @@ def test_a_free_key_is_one_insert_whose_arbiter_is_the_unique_index(keyed: None)
     assert "ON CONFLICT" in insert
     if connection.vendor == "postgresql":
         assert "Conflict Arbiter Indexes: mqlite_msg_unique" in explain(insert)
+
+
+@pytest.mark.parametrize("policy", ["replace", "debounce"])
+def test_replacing_a_held_key_seeks_the_unique_index(keyed: None, policy: str) -> None:
+    """The insert, the guarded UPDATE of the holder, and nothing that scans."""
+    held = mq.peek("keyed", limit=1)[0].seq
+    assert mq.send("keyed", b"new", unique_key="k0", on_conflict=policy) == held
+    assert_seeks(
+        lambda: mq.send("keyed", b"newer", unique_key="k0", on_conflict=policy),
+        "mqlite_msg_unique",
+    )

@@ -135,7 +135,7 @@ def test_dedup_and_unique_key_together(make_queue) -> None:  # type: ignore[no-u
 @pytest.mark.parametrize(
     ("options", "text"),
     [
-        ({"unique_key": "k", "on_conflict": "replace"}, "on_conflict"),
+        ({"unique_key": "k", "on_conflict": "overwrite"}, "on_conflict"),
         ({"unique_key": "k", "on_conflict": 1}, "on_conflict"),
         ({"on_conflict": "skip"}, "needs a unique_key"),
         ({"unique_key": "x" * 201}, "unique_key"),

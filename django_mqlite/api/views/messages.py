@@ -172,6 +172,9 @@ class SettleView(MQView):
         if self.verb == "renew":
             until = mq.renew(name, seq, token, **args)
             return Response(s.LockedUntilSerializer({"locked_until": until}).data)
+        if self.verb == "snooze":
+            got = mq.snooze(name, seq, token, args["delay"])
+            return Response(s.OutcomeSerializer({"outcome": got.outcome.value}).data)
         if self.verb == "reject":
             mq.reject(name, seq, token, args["reason"], args.get("description", ""))
         else:
@@ -180,13 +183,13 @@ class SettleView(MQView):
 
 
 def _settle_view(verb: str, serializer: type[s.StrictSerializer], doc: str) -> type[SettleView]:
-    ok: Any = s.LockedUntilSerializer if verb == "renew" else None
+    ok: Any = {"renew": s.LockedUntilSerializer, "snooze": s.OutcomeSerializer}.get(verb)
 
     # A function of its own per verb: extend_schema annotates the function it is given.
     @extend_schema(
         operation_id=verb,
         request=serializer,
-        responses={200 if verb == "renew" else 204: ok, **errors(*BODY_ERRORS, 409)},
+        responses={200 if ok else 204: ok, **errors(*BODY_ERRORS, 409)},
         description=doc,
     )
     def post(self: SettleView, request: Request, name: str, seq: int) -> Response:
@@ -199,6 +202,13 @@ def _settle_view(verb: str, serializer: type[s.StrictSerializer], doc: str) -> t
 CompleteView = _settle_view("complete", s.TokenSerializer, "Complete (remove) the message.")
 AbandonView = _settle_view(
     "abandon", s.AbandonSerializer, "Give the message back, now or after `delay` seconds."
+)
+SnoozeView = _settle_view(
+    "snooze",
+    s.SnoozeSerializer,
+    "Give the message back for `delay` seconds without using up a delivery (at most the "
+    "queue's `max_snoozes` times; past that it is an ordinary abandon). Answers what "
+    "happened as `outcome`.",
 )
 RejectView = _settle_view("reject", s.RejectSerializer, "Dead-letter the message at once.")
 DeferView = _settle_view("defer", s.TokenSerializer, "Set the message aside (receive-deferred).")

@@ -115,3 +115,19 @@ def on_event(event: dict[str, Any]) -> Any:
     """Subscribed to topics in tests/tasks/test_topics.py."""
     RAN.append(event)
     return event
+
+
+#: Calls of ``snoozes`` by key (in-process runs).
+SNOOZE_CALLS: dict[str, int] = {}
+
+
+@task(queue_name="tasks", takes_context=True, max_attempts=1)
+def snoozes(context: Any, key: str, times: int, seconds: float = 0) -> int:
+    """Snooze ``times`` times (``mq.Snooze(seconds)``), then return the attempt number:
+    a snooze uses up no attempt, so it stays 1."""
+    import django_mqlite as mq
+
+    SNOOZE_CALLS[key] = SNOOZE_CALLS.get(key, 0) + 1
+    if SNOOZE_CALLS[key] <= times:
+        raise mq.Snooze(seconds)
+    return int(context.attempt)
