@@ -249,7 +249,7 @@ class CommitWatcher(Service):
             while not self.stopping.is_set():
                 if changes is None:
                     self.stopping.wait(self.poll_s)
-                    gone = False
+                    gone = written = False
                 else:
                     fds = [changes.fileno(), self._woken.fileno()]
                     ready, _, _ = select.select(fds, [], [], RECHECK_S)
@@ -259,11 +259,14 @@ class CommitWatcher(Service):
                         # commits) wakes the claim loop no more often than before.
                         self.stopping.wait(WATCH_S)
                     gone = changes.drain() if fds[0] in ready else False
+                    written = fds[0] in ready
                 if self.stopping.is_set():
                     return
                 now = conn.execute("PRAGMA data_version").fetchone()[0]
-                if now == version and changes is not None and not gone:
-                    # The log was written but the commit is not visible yet: a commit
+                if now == version and changes is not None and written and not gone:
+                    # The log was written (not a timed recheck, which must not spin for
+                    # SETTLE_S every RECHECK_S on an idle database) but the commit is not
+                    # visible yet: a commit
                     # writes its frames first and publishes them in the shared-memory
                     # index after (which inotify cannot see). Look again for a moment.
                     now = self._settle(conn, version)

@@ -2,11 +2,17 @@
 and its own short transaction, and safe to run from any number of processes at once
 (on PostgreSQL the picks skip rows another reaper holds; on SQLite writes serialize).
 
-A *quiet* pass (``reap(quiet=True)``: the reaper's last pass found nothing) runs as one
-transaction per database instead of one per statement, so an idle database costs one
-transaction a pass rather than about ten; each of its statements stops after one chunk,
-so work that turns up anyway is never taken in one long transaction (the pass reports
-it, and the next, ordinary pass takes the rest in short ones).
+A *quiet* pass (``reap(quiet=True)``: the reaper's last pass found nothing) runs its
+steps in one transaction per database instead of one per statement, so an idle database
+costs one transaction a pass rather than about ten. The first step that finds work ends
+that transaction: it commits with that step's one chunk, and the steps after it run as
+an ordinary pass, each statement its own transaction. So no transaction ever holds the
+locks of two steps (each step takes its line, row and batch locks in its own order; two
+steps' in one transaction could meet a sender's in the opposite order, a deadlock), and
+none holds them longer than an ordinary pass would. The history sample is taken before
+the quiet transaction opens: on SQLite that transaction holds the write lock from its
+start, and the sample counts every queue's depth (``history.sample`` reads outside any
+transaction).
 """
 
 from __future__ import annotations
@@ -390,40 +396,56 @@ def result_retention(alias: str) -> int:
 def reap(*, using: str | None = None, quiet: bool = False) -> dict[str, int]:
     """Run every maintenance pass once on ``using`` (default: on every queue database);
     returns counts by pass (summed over the databases). ``quiet``: the caller expects
-    nothing to do (its last pass found nothing), so the pass is one transaction per
-    database, each step at most one chunk (the module's docstring)."""
+    nothing to do (its last pass found nothing), so the steps share one transaction per
+    database until one finds work (the module's docstring)."""
     total: dict[str, int] = {}
     for alias in [using] if using else databases.queue_databases():
-        for name, n in (_quiet_reap(alias) if quiet else _reap(alias)).items():
+        for name, n in _reap(alias, quiet).items():
             total[name] = total.get(name, 0) + n
     return total
 
 
-def _quiet_reap(alias: str) -> dict[str, int]:
-    token = _quiet.set(True)
-    try:
-        with transaction.atomic(using=alias):
-            return _reap(alias)
-    finally:
-        _quiet.reset(token)
+def _steps() -> list[tuple[str, Callable[[str], int | dict[str, int]]]]:
+    """The pass's steps in order, each ``(name, run(alias))``; ``expire_records`` answers
+    a count per kind of record."""
+    return [
+        ("expired_locks", expire_locks),
+        ("stale_worker_locks", reclaim_stale_workers),
+        ("promoted", promote_scheduled),
+        ("ttl_expired", expire_ttl),
+        ("expired_", expire_records),
+        ("dlq_trimmed", dlq_retention),
+        ("results_pruned", result_retention),
+        ("workers_pruned", prune_workers),
+        ("history_trimmed", _trim_history),
+    ]
 
 
-def _reap(alias: str) -> dict[str, int]:
+def _trim_history(alias: str) -> int:
+    return _repeat(alias, history.trim_step) if history.trim_due(alias) else 0
+
+
+def _reap(alias: str, quiet: bool = False) -> dict[str, int]:
     # Sampling first: a minute's sample shows the queue as the minute ended, before this
-    # pass's own changes (which belong to the new minute).
-    sampled = history.sample(alias)
-    out = {
-        "expired_locks": expire_locks(alias),
-        "stale_worker_locks": reclaim_stale_workers(alias),
-        "promoted": promote_scheduled(alias),
-        "ttl_expired": expire_ttl(alias),
-    }
-    records = expire_records(alias)
-    out.update({f"expired_{k}": v for k, v in records.items()})
-    out["dlq_trimmed"] = dlq_retention(alias)
-    out["results_pruned"] = result_retention(alias)
-    out["workers_pruned"] = prune_workers(alias)
-    out["history_sampled"] = sampled
-    trim = history.trim_due(alias)
-    out["history_trimmed"] = _repeat(alias, history.trim_step) if trim else 0
+    # pass's own changes (which belong to the new minute). Outside the quiet transaction.
+    out = {"history_sampled": history.sample(alias)}
+    steps = iter(_steps())
+
+    def run(name: str, step: Callable[[str], int | dict[str, int]]) -> int:
+        n = step(alias)
+        counts = {f"{name}{k}": v for k, v in n.items()} if isinstance(n, dict) else {name: n}
+        out.update(counts)
+        return sum(counts.values())
+
+    if quiet:
+        token = _quiet.set(True)
+        try:
+            with transaction.atomic(using=alias):
+                for name, step in steps:
+                    if run(name, step):
+                        break  # commit this step's chunk; the rest run as an ordinary pass
+        finally:
+            _quiet.reset(token)
+    for name, step in steps:
+        run(name, step)
     return out

@@ -115,3 +115,32 @@ def test_a_worker_on_an_in_memory_database_has_nothing_to_watch(settings: Any) -
         assert listen.watched_file("default") is None
     finally:
         connections["default"].settings_dict["NAME"] = name
+
+
+def test_an_idle_watcher_does_not_spin_at_its_timed_rechecks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A recheck that no write to the log woke looks once; only a write that shows no
+    commit yet looks again for a moment (``_settle``), so an idle database costs one
+    look a recheck, not SETTLE_S of 1 ms looks."""
+    path = listen.watched_file("default")
+    if path is None:
+        pytest.skip("the database has no commit counter to watch (NOTIFY wakes workers)")
+    monkeypatch.setattr(listen, "RECHECK_S", 0.05)
+    mq.create_queue("watched")
+    watcher = listen.CommitWatcher(path, ["watched"], poll_s=60.0)
+    settles: list[int] = []
+    real = watcher._settle
+
+    def settle(conn: Any, version: int) -> int:
+        settles.append(version)
+        return real(conn, version)
+
+    monkeypatch.setattr(watcher, "_settle", settle)
+    watcher.start()
+    try:
+        assert watcher.watching.wait(5)
+        time.sleep(0.6)  # about twelve timed rechecks, nothing written
+    finally:
+        watcher.stop()
+    assert settles == []
