@@ -346,7 +346,7 @@ def claim(args: ReceiveArgs) -> list[Received]:
     started = tracing.now_ns() if tracer is not None else 0
     got = _claim(args)
     if got and tracer is not None:
-        tracer.received(args.queue, got, started)
+        tracing.record_safely(lambda: tracer.received(args.queue, got, started))
     return got
 
 
@@ -423,7 +423,7 @@ def receive_deferred(
         queue, seqs, lock_duration=lock_duration, max_bytes=max_bytes, using=using
     )
     if got and tracer is not None:
-        tracer.received(queue, got, started)
+        tracing.record_safely(lambda: tracer.received(queue, got, started))
     return got
 
 

@@ -140,7 +140,9 @@ def _settle(
         for seq, _, _ in requests
     ]
     if tracer is not None:
-        tracer.settled(queue, verb or "renew", requests, results, carried, started)
+        tracing.record_safely(
+            lambda: tracer.settled(queue, verb or "renew", requests, results, carried, started)
+        )
     return results
 
 

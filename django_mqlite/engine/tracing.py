@@ -20,6 +20,7 @@ The consumer span of a handler call lives in the worker (``worker.tracing``).
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
     from .received import Received
 
 T = TypeVar("T")
+
+logger = logging.getLogger("django_mqlite.tracing")
 
 #: A settlement's request: (seq, lock token, arguments), as ``receipts`` has it.
 Request = tuple[int, str, str]
@@ -93,3 +96,13 @@ def carried_properties(
         [queue_id, *wanted],
     )
     return {seq: dialect.load_json(props) or {} for seq, props in cursor.fetchall()}
+
+
+def record_safely(record: Callable[[], None]) -> None:
+    """Run ``record`` (a span for a claim or settlement that has committed), logging
+    what it raises: a tracer that fails must not turn a committed claim into an error
+    its caller would take for no delivery (a receive-and-delete's messages are gone)."""
+    try:
+        record()
+    except Exception:
+        logger.exception("recording a claim or settlement span failed")
