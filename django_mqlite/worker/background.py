@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from django.db import connections
+from django.db import DatabaseError, connections
 
 from ..engine import events
 from ..engine.clock import now_ms
@@ -49,9 +49,11 @@ class Loop(Service):
                     asked = self.step()
                     if isinstance(asked, int | float):
                         wait = float(asked)
-                except Exception:
+                except Exception as exc:
                     logger.exception("%s pass failed", self.name)
                     connections.close_all()  # a broken connection reconnects next time
+                    if isinstance(exc, DatabaseError):
+                        db_health.suspect_all()  # other threads' connections may be gone
                 self.stopping.wait(wait)
         finally:
             connections.close_all()

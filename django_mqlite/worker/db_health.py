@@ -13,7 +13,14 @@ each connection the thread has opened:
 - a connection left with autocommit changed is closed, as Django does;
 - a connection older than a positive ``CONN_MAX_AGE`` is closed; ``None`` keeps it;
 - with ``CONN_HEALTH_CHECKS`` the first query of the unit checks the connection first
-  (Django's own health check, re-armed here once per unit, as per request).
+  (Django's own health check, re-armed here once per unit, as per request);
+- once any thread of the process has found a connection lost (or the main loop or a
+  background pass failed on a database error: ``suspect_all``), every thread checks each
+  of its connections with one ``SELECT 1`` at its next unit, then goes back to checking
+  nothing. A server restart or a ``pg_terminate_backend`` of every session breaks the
+  idle threads' connections too, and without this the first query of each idle handler
+  thread's next message failed: one wasted attempt per thread (the fault suite's canary
+  round saw eight after a termination).
 
 Unlike Django's request cycle, ``CONN_MAX_AGE = 0`` (the default) does not close a
 worker's connection after each message: a worker thread is one long-lived unit for
@@ -32,7 +39,9 @@ other, retried by the queue with backoff.
 
 from __future__ import annotations
 
+import itertools
 import logging
+import threading
 import time
 from collections.abc import Callable
 from typing import TypeVar
@@ -50,23 +59,47 @@ RETRY_MIN_S = 0.05
 RETRY_MAX_S = 1.0
 
 
+UNUSABLE = "unusable after a database error"
+
+#: Bumped whenever a connection of this process is found lost; a thread that has not
+#: seen the current value checks its connections at its next ``refresh``.
+_suspicions = itertools.count(1)
+_suspicion = 0
+_seen = threading.local()
+
+
+def suspect_all() -> None:
+    """A connection of this process was lost (or may have been): every thread checks
+    its own connections at its next ``refresh``."""
+    global _suspicion
+    _suspicion = next(_suspicions)
+
+
 def refresh() -> int:
     """Apply the rule above to this thread's open connections; returns how many it
-    closed. Costs no query unless an error occurred (or health checks are on)."""
+    closed. Costs no query unless an error occurred, a connection of the process was
+    found lost since this thread's last refresh, or health checks are on."""
+    suspicion = _suspicion
+    probe = getattr(_seen, "suspicion", None) != suspicion
     closed = 0
     for conn in connections.all(initialized_only=True):
-        if _refresh(conn):
+        if _refresh(conn, probe):
             closed += 1
+    _seen.suspicion = suspicion
     return closed
 
 
-def _refresh(conn: BaseDatabaseWrapper) -> bool:
+def _refresh(conn: BaseDatabaseWrapper, probe: bool = False) -> bool:
     if conn.connection is None or conn.in_atomic_block:
         return False
     conn.health_check_done = False  # type: ignore[attr-defined]  # re-armed per unit
     reason = _why_close(conn)
+    if reason is None and probe and not usable(conn):
+        reason = "found broken after another connection of this worker was lost"
     if reason is None:
         return False
+    if reason == UNUSABLE:
+        suspect_all()  # the first thread to find out tells the others
     logger.info("database connection %r closed (%s); reopening on next use", conn.alias, reason)
     discard(conn)
     return True
@@ -77,7 +110,7 @@ def _why_close(conn: BaseDatabaseWrapper) -> str | None:
         return "autocommit left changed"
     if conn.errors_occurred:
         if not usable(conn):
-            return "unusable after a database error"
+            return UNUSABLE
         conn.errors_occurred = False
         conn.health_check_done = True  # type: ignore[attr-defined]
     max_age = conn.settings_dict["CONN_MAX_AGE"]
@@ -131,10 +164,12 @@ def is_lost(exc: BaseException, using: str, before: object = None) -> bool:
         return False  # the enclosing block decides; a retry here would be half of it
     raw = conn.connection
     if raw is not None and before is not None and raw is not before:
+        suspect_all()
         return True  # Django dropped the broken one on the way out (an atomic block)
     if raw is not None and usable(conn):
         return False
     discard(conn)
+    suspect_all()
     return True
 
 

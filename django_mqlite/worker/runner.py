@@ -310,6 +310,7 @@ class Worker:
                     fault_s,
                 )
                 self._close_connection()
+                db_health.suspect_all()  # the handler threads' connections may be gone too
                 if self._drain_deadline is not None and time.monotonic() > self._drain_deadline:
                     return
                 wakeup.wait_any(since, fault_s)

@@ -15,6 +15,7 @@ import os
 import time
 
 from django.db import connections
+from django.db.backends.base.base import BaseDatabaseWrapper
 
 
 def break_connection(alias: str = "default") -> None:
@@ -37,6 +38,26 @@ def break_connection(alias: str = "default") -> None:
         while other.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", [pid]).fetchone():
             if time.monotonic() > deadline:
                 raise AssertionError(f"backend {pid} still there 10 s after its termination")
+            time.sleep(0.01)
+
+
+def break_other_thread(wrapper: BaseDatabaseWrapper) -> None:
+    """Break a connection another thread opened while that thread is idle (a
+    termination of every session, a server restart); its next query fails."""
+    raw = wrapper.connection
+    if raw is None:
+        return
+    if wrapper.vendor != "postgresql" or os.environ.get("MQLITE_TEST_DB") == "pgbouncer":
+        raw.close()  # SQLite's connections are opened with check_same_thread=False
+        return
+    import psycopg
+
+    pid = raw.info.backend_pid
+    with psycopg.connect(**wrapper.get_connection_params(), autocommit=True) as other:
+        other.execute("SELECT pg_terminate_backend(%s)", [pid])
+        deadline = time.monotonic() + 10
+        while other.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", [pid]).fetchone():
+            assert time.monotonic() < deadline, f"backend {pid} still there 10 s on"
             time.sleep(0.01)
 
 

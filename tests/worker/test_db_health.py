@@ -5,6 +5,7 @@ and honours a positive ``CONN_MAX_AGE`` (``django_mqlite/worker/db_health.py``).
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -16,7 +17,8 @@ import django_mqlite as mq
 from django_mqlite.consumers import Registry
 from django_mqlite.worker import Worker
 
-from ..faults.dbfaults import break_connection
+from ..faults.dbfaults import break_connection, break_other_thread
+from ..procs import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -68,6 +70,55 @@ def test_a_reject_after_a_lost_connection_is_settled_on_a_fresh_one() -> None:
     run("r", handle)
     [dead] = mq.peek("r", state="dead_lettered")
     assert dead.seq == seq and dead.dead_letter_reason == "bad"
+
+
+def test_idle_threads_check_their_connections_once_one_is_found_lost() -> None:
+    """Every session of the worker ends while its threads are idle (a server restart,
+    ``pg_terminate_backend`` of all): the main loop finds its connection lost, and every
+    handler thread then checks its own before its next message, so none of the next
+    messages fails its first delivery. Without the check each idle handler thread failed
+    one message on its broken connection (the fault suite's canary round)."""
+    mq.create_queue("idle-lost", max_delivery_count=5)
+    opened: list[tuple[str, Any]] = []
+
+    def record(sender: Any, connection: Any, **kwargs: Any) -> None:
+        if threading.current_thread() is not test_thread:  # the worker's threads
+            opened.append((threading.current_thread().name, connection))
+
+    test_thread = threading.current_thread()
+
+    deliveries: list[tuple[int, int]] = []
+
+    def handle(msg: mq.Received) -> None:
+        mq.get_queue("idle-lost")  # the handler's own query, on its thread's connection
+        if msg.delivery_count == 1 and int(msg.body) < 20:
+            time.sleep(0.02)  # the first round spreads over every handler thread
+        deliveries.append((int(msg.body), msg.delivery_count))
+
+    registry = Registry()
+    registry.register("idle-lost", handle)
+    worker = Worker(
+        ["idle-lost"], reaper=False, install_signals=False, registry=registry, concurrency=4
+    )
+    connection_created.connect(record)
+    thread = threading.Thread(target=worker.run)
+    thread.start()
+    try:
+        mq.send_batch("idle-lost", [mq.OutMessage(i) for i in range(20)])
+        wait_for(lambda: len(deliveries) == 20, timeout=30, what="the first round")
+        handlers = {name for name, _c in opened if name.startswith("mqlite-handler")}
+        assert len(handlers) == 4, f"every handler thread has its connection: {opened}"
+        time.sleep(0.2)  # the threads are idle, their connections open
+        for _name, wrapper in opened:  # every session of the worker ends
+            break_other_thread(wrapper)
+        mq.send_batch("idle-lost", [mq.OutMessage(i) for i in range(20, 40)])
+        wait_for(lambda: len(deliveries) == 40, timeout=30, what="the second round")
+    finally:
+        worker.stop()
+        thread.join(30)
+        connection_created.disconnect(record)
+    assert worker.pool.failures == 0, deliveries
+    assert sorted(deliveries) == [(i, 1) for i in range(40)]
 
 
 def test_a_worker_thread_keeps_its_connection_across_messages() -> None:
