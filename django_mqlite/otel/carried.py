@@ -14,8 +14,8 @@ SYSTEM = "mqlite"
 #: Where the SQS endpoint keeps a message's ``AWSTraceHeader`` (sqs/handlers).
 AWS_TRACE_KEY = "AWS.TraceHeader"
 
-_XRAY_ROOT = re.compile(r"^1-([0-9a-fA-F]{8})-([0-9a-fA-F]{24})$")
-_XRAY_PARENT = re.compile(r"^[0-9a-fA-F]{16}$")
+_XRAY_ROOT = re.compile(r"1-([0-9a-fA-F]{8})-([0-9a-fA-F]{24})")
+_XRAY_PARENT = re.compile(r"[0-9a-fA-F]{16}")
 
 
 def attributes(destination: str, operation: str, name: str | None = None) -> dict[str, Any]:
@@ -52,11 +52,11 @@ def xray_context(header: str) -> trace.SpanContext | None:
     """The span context of an X-Ray trace header, or None when it has no root and
     parent (the mapping of AWS's OpenTelemetry X-Ray propagator)."""
     fields = dict(part.strip().partition("=")[::2] for part in header.split(";"))
-    root_match = _XRAY_ROOT.match(fields.get("Root", ""))
+    root_match = _XRAY_ROOT.fullmatch(fields.get("Root", ""))
     parent = fields.get("Parent", "")
     root = None if root_match is None else root_match.group(1) + root_match.group(2)
     sampled = fields.get("Sampled") == "1"
-    if root is None or not _XRAY_PARENT.match(parent):
+    if root is None or not _XRAY_PARENT.fullmatch(parent):
         return None
     sc = trace.SpanContext(
         int(root, 16),

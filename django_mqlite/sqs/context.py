@@ -16,7 +16,7 @@ from .auth import Caller, setting
 from .errors import SQSError, invalid, missing, no_queue
 
 URL_NAME = "mqlite-sqs"
-_ARN_RE = re.compile(r"^arn:aws[\w-]*:sqs:[^:]*:[^:]*:([^:]+)$")
+_ARN_RE = re.compile(r"arn:aws[\w-]*:sqs:[^:]*:[^:]*:([^:]+)")
 
 
 class Context:
@@ -44,7 +44,7 @@ class Context:
         return f"arn:aws:sqs:{self.region}:{self.account}:{name}"
 
     def name_from_arn(self, arn: Any, what: str) -> str:
-        match = _ARN_RE.match(arn) if isinstance(arn, str) else None
+        match = _ARN_RE.fullmatch(arn) if isinstance(arn, str) else None
         if match is None:
             raise invalid(f"{what} is not a valid SQS queue ARN.")
         return match.group(1)

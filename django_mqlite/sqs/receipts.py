@@ -21,7 +21,7 @@ import uuid
 from .errors import SQSError
 
 _PREFIX = "mq1."
-_PAYLOAD_RE = re.compile(r"^([1-9][0-9]{0,18}):([A-Za-z0-9-]{1,64})$")
+_PAYLOAD_RE = re.compile(r"([1-9][0-9]{0,18}):([A-Za-z0-9-]{1,64})")
 
 
 def encode(seq: int, token: str) -> str:
@@ -34,7 +34,7 @@ def decode(handle: str) -> tuple[int, str]:
     if handle.startswith(_PREFIX):
         try:
             payload = base64.urlsafe_b64decode(handle[len(_PREFIX) :].encode()).decode()
-            match = _PAYLOAD_RE.match(payload)
+            match = _PAYLOAD_RE.fullmatch(payload)
         except (binascii.Error, ValueError, UnicodeDecodeError):
             match = None
     if match is None:

@@ -8,7 +8,7 @@ from typing import Any
 from ..errors import SQSError
 
 MAX_ENTRIES = 10
-_ID_RE = re.compile(r"^[\w-]{1,80}$")
+_ID_RE = re.compile(r"[\w-]{1,80}")
 
 
 def entries(p: dict[str, Any], kind: str) -> list[dict[str, Any]]:
@@ -27,7 +27,7 @@ def entries(p: dict[str, Any], kind: str) -> list[dict[str, Any]]:
     seen: set[str] = set()
     for e in items:
         entry_id = e.get("Id")
-        if not isinstance(entry_id, str) or not _ID_RE.match(entry_id):
+        if not isinstance(entry_id, str) or not _ID_RE.fullmatch(entry_id):
             raise SQSError(
                 "InvalidBatchEntryId",
                 "A batch entry id can only contain alphanumeric characters, hyphens and "

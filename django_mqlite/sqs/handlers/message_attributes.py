@@ -20,8 +20,8 @@ from ..errors import SQSError, invalid
 
 MAX_ATTRIBUTES = 10
 TRACE_KEY = "AWS.TraceHeader"
-_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,256}$")
-_TYPE_RE = re.compile(r"^(String|Number|Binary)(\..{1,240})?$")
+_NAME_RE = re.compile(r"[A-Za-z0-9_.-]{1,256}")
+_TYPE_RE = re.compile(r"(String|Number|Binary)(\..{1,240})?")
 _VALUE_KEYS = mq.admission.ATTRIBUTE_VALUE_KEYS
 
 
@@ -30,7 +30,7 @@ def _check_name(name: object) -> None:
         raise invalid("Message attribute names must be strings.")
     lowered = name.lower()
     if (
-        not _NAME_RE.match(name)
+        not _NAME_RE.fullmatch(name)
         or ".." in name
         or name.startswith(".")
         or name.endswith(".")
@@ -67,7 +67,7 @@ def _check_value(name: str, value: Any) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise invalid(f"The message attribute '{name}' must be a map.")
     dtype = value.get("DataType")
-    if not isinstance(dtype, str) or not _TYPE_RE.match(dtype):
+    if not isinstance(dtype, str) or not _TYPE_RE.fullmatch(dtype):
         raise invalid(
             f"The message attribute '{name}' has an invalid message attribute type, the set "
             "of supported type prefixes is Binary, Number, and String."

@@ -19,7 +19,7 @@ from . import message_attributes as ma
 
 # Characters SQS accepts in a body: #x9 | #xA | #xD | #x20-#xD7FF | #xE000-#xFFFD | #x10000+.
 _BAD_CHARS = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
-_ID_RE = re.compile(r"^[\x21-\x7e]{1,128}$")
+_ID_RE = re.compile(r"[\x21-\x7e]{1,128}")
 MAX_BATCH_BYTES = 1024 * 1024
 # The lease taken for a receive with VisibilityTimeout=0, handed back at once.
 _ZERO_VISIBILITY_LEASE_S = 30
@@ -125,7 +125,7 @@ def _identifier(p: dict[str, Any], name: str) -> str | None:
     value = text(p, name)
     if not value:
         return None
-    if not _ID_RE.match(value):
+    if not _ID_RE.fullmatch(value):
         raise invalid(f"Value {value} for parameter {name} is invalid.")
     return value
 

@@ -33,8 +33,8 @@ GRANTABLE = (
 )
 #: SQS's quota of actions in one AddPermission.
 MAX_ACTIONS = 7
-_LABEL_RE = re.compile(r"^[A-Za-z0-9_-]{1,80}$")
-_ACCOUNT_RE = re.compile(r"^[0-9]{12}$")
+_LABEL_RE = re.compile(r"[A-Za-z0-9_-]{1,80}")
+_ACCOUNT_RE = re.compile(r"[0-9]{12}")
 
 
 def _document(policy: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -69,7 +69,7 @@ def _edit(ctx: Context, name: str, change: Any) -> None:
 def add_permission(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
     info = ctx.queue(p, "manage")
     label = text(p, "Label", required=True)
-    if not _LABEL_RE.match(label):
+    if not _LABEL_RE.fullmatch(label):
         raise invalid(
             f"Value {label} for parameter Label is invalid. Reason: Can only include "
             "alphanumeric characters, hyphens, or underscores. 1 to 80 in length."
@@ -80,7 +80,7 @@ def add_permission(ctx: Context, p: dict[str, Any]) -> dict[str, Any]:
         raise missing("Actions")
     if not accounts:
         raise invalid("Value [] for parameter PrincipalId is invalid. Reason: Unable to verify.")
-    bad_account = next((a for a in accounts if not _ACCOUNT_RE.match(a)), None)
+    bad_account = next((a for a in accounts if not _ACCOUNT_RE.fullmatch(a)), None)
     if bad_account is not None:
         raise invalid(
             f"Value [{bad_account}] for parameter PrincipalId is invalid. Reason: Unable to verify."

@@ -13,7 +13,7 @@ from ..context import Context, integer, load, mapping, strings, text
 from ..errors import SQSError, invalid, missing
 from . import queue_attributes as qa
 
-_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,80}$")
+_NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,80}")
 #: SQS's tag quotas: 50 tags a queue, keys of 1-128 characters, values of up to 256.
 MAX_TAGS = 50
 MAX_TAG_KEY = 128
@@ -22,7 +22,7 @@ MAX_TAG_VALUE = 256
 
 def _check_name(name: str) -> None:
     base = name[: -len(".fifo")] if name.endswith(".fifo") else name
-    if len(name) > 80 or not _NAME_RE.match(base):
+    if len(name) > 80 or not _NAME_RE.fullmatch(base):
         raise invalid(
             "Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length"
         )

@@ -38,8 +38,8 @@ SYSTEM_NAMES = frozenset(
 #: and used by clients for the system ones: either kind is accepted there.
 LEGACY_NAMES = SYSTEM_NAMES | set(qa.SETTABLE) | set(qa.READ_ONLY) | {"FifoQueue"}
 MAX_NAMES = 100
-_ATTRIBUTE_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,256}$")
-_ATTEMPT_RE = re.compile(r"^[\x21-\x7e]{1,128}$")
+_ATTRIBUTE_NAME_RE = re.compile(r"[A-Za-z0-9_.-]{1,256}")
+_ATTEMPT_RE = re.compile(r"[\x21-\x7e]{1,128}")
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ def _attributes(p: dict[str, Any]) -> list[str]:
     names = _names(p, "MessageAttributeNames")
     for n in names:
         stem = n[:-2] if n.endswith(".*") else n
-        if n not in ma.EVERY and not _ATTRIBUTE_NAME_RE.match(stem):
+        if n not in ma.EVERY and not _ATTRIBUTE_NAME_RE.fullmatch(stem):
             raise invalid(f"Value {n} for parameter MessageAttributeNames is invalid.")
     return names
 
@@ -91,7 +91,7 @@ def parse(info: QueueInfo, p: dict[str, Any]) -> ReceiveRequest:
     if p.get("VisibilityTimeout") not in (None, ""):
         visibility = integer(p, "VisibilityTimeout", 0, 43200)
     attempt = text(p, "ReceiveRequestAttemptId")
-    if attempt and not _ATTEMPT_RE.match(attempt):
+    if attempt and not _ATTEMPT_RE.fullmatch(attempt):
         raise invalid(
             "ReceiveRequestAttemptId is 1 to 128 characters of letters, digits and punctuation."
         )
