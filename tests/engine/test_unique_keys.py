@@ -4,29 +4,19 @@ is active, locked, deferred or scheduled, freed when it completes or is dead-let
 from __future__ import annotations
 
 import pytest
-from django.db import connection, transaction
+from django.db import transaction
 
 import django_mqlite as mq
+from tests.support.unique_keys import live_with
 
 pytestmark = pytest.mark.django_db
-
-
-def _live_with(q: str, key: str) -> list[int]:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT m.seq FROM mqlite_message m JOIN mqlite_queue q ON q.id = m.queue_id "
-            "WHERE q.name = %s AND m.unique_key = %s "
-            "AND m.state IN ('active', 'locked', 'deferred', 'scheduled') ORDER BY m.seq",
-            [q, key],
-        )
-        return [row[0] for row in cursor.fetchall()]
 
 
 def test_skip_returns_the_holders_seq_and_writes_nothing(q: str) -> None:
     first = mq.send(q, b"a", unique_key="k")
     again = mq.send(q, b"b", unique_key="k", on_conflict="skip")
     assert again == first
-    assert _live_with(q, "k") == [first]
+    assert live_with(q, "k") == [first]
     assert mq.stats(q).counts["active"] == 1
     assert mq.stats(q).totals["enqueued"] == 1
     other = mq.send(q, b"c", unique_key="other")
@@ -56,7 +46,7 @@ def test_completion_frees_the_key(q: str) -> None:
     m.complete()
     second = mq.send(q, b"b", unique_key="k")
     assert second != first
-    assert _live_with(q, "k") == [second]
+    assert live_with(q, "k") == [second]
 
 
 def test_a_kept_result_does_not_hold_the_key(make_queue) -> None:  # type: ignore[no-untyped-def]
@@ -76,7 +66,7 @@ def test_dead_lettering_frees_the_key_and_a_redrive_drops_it(q: str) -> None:
     assert second != first
     # The redriven copy would be a second live holder: it comes back without its key.
     mq.redrive(q)
-    assert _live_with(q, "k") == [second]
+    assert live_with(q, "k") == [second]
     assert mq.stats(q).counts["active"] == 2
 
 
@@ -84,9 +74,9 @@ def test_rollback_holds_nothing(q: str) -> None:
     with pytest.raises(RuntimeError), transaction.atomic():
         mq.send(q, b"a", unique_key="k")
         raise RuntimeError("roll back")
-    assert _live_with(q, "k") == []
+    assert live_with(q, "k") == []
     kept = mq.send(q, b"b", unique_key="k")
-    assert _live_with(q, "k") == [kept]
+    assert live_with(q, "k") == [kept]
 
 
 def test_a_rolled_back_skip_frees_nothing(q: str) -> None:
@@ -94,7 +84,7 @@ def test_a_rolled_back_skip_frees_nothing(q: str) -> None:
     with pytest.raises(RuntimeError), transaction.atomic():
         assert mq.send(q, b"b", unique_key="k") == holder
         raise RuntimeError("roll back")
-    assert _live_with(q, "k") == [holder]
+    assert live_with(q, "k") == [holder]
     assert mq.send(q, b"c", unique_key="k") == holder
 
 
@@ -102,7 +92,7 @@ def test_within_one_transaction_the_second_send_skips(q: str) -> None:
     with transaction.atomic():
         first = mq.send(q, b"a", unique_key="k")
         assert mq.send(q, b"b", unique_key="k") == first
-    assert _live_with(q, "k") == [first]
+    assert live_with(q, "k") == [first]
 
 
 def test_a_batch_skips_held_keys_and_keeps_its_lines(q: str) -> None:

@@ -15,24 +15,13 @@ from django.db import connection
 
 import django_mqlite as mq
 from tests.support.concurrency import retrying, run_threads, start_threads
+from tests.support.unique_keys import held_twice
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 KEYS = [f"k{i}" for i in range(5)]
 PRODUCERS = 8
 SENDS = 50
-
-_DOUBLES = (
-    "SELECT unique_key, count(*) FROM mqlite_message WHERE unique_key IS NOT NULL "
-    "AND state IN ('active', 'locked', 'deferred', 'scheduled') "
-    "GROUP BY queue_id, unique_key HAVING count(*) > 1"
-)
-
-
-def _doubles() -> list[tuple[str, int]]:
-    with connection.cursor() as cursor:
-        cursor.execute(_DOUBLES)
-        return list(cursor.fetchall())
 
 
 def test_racing_producers_never_make_two_live_messages_with_one_key() -> None:
@@ -60,7 +49,7 @@ def test_racing_producers_never_make_two_live_messages_with_one_key() -> None:
             assert isinstance(received, list)
             for m in received:
                 retrying(m.complete)
-            doubles = retrying(_doubles)
+            doubles = retrying(held_twice)
             if doubles:
                 seen_doubles.append(doubles)
             if not received:
@@ -73,7 +62,7 @@ def test_racing_producers_never_make_two_live_messages_with_one_key() -> None:
     consuming.join(120)
     assert not errors, errors
     assert seen_doubles == []
-    assert _doubles() == []
+    assert held_twice() == []
 
     with connection.cursor() as cursor:
         cursor.execute("SELECT seq, unique_key FROM mqlite_message")

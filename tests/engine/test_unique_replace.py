@@ -5,22 +5,11 @@ holds it, which is ``UniqueKeyLockedError`` with nothing written."""
 from __future__ import annotations
 
 import pytest
-from django.db import connection
 
 import django_mqlite as mq
+from tests.support.unique_keys import live_with
 
 pytestmark = pytest.mark.django_db
-
-
-def _live_with(q: str, key: str) -> list[int]:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT m.seq FROM mqlite_message m JOIN mqlite_queue q ON q.id = m.queue_id "
-            "WHERE q.name = %s AND m.unique_key = %s "
-            "AND m.state IN ('active', 'locked', 'deferred', 'scheduled') ORDER BY m.seq",
-            [q, key],
-        )
-        return [row[0] for row in cursor.fetchall()]
 
 
 def test_replace_overwrites_the_holders_content(q: str) -> None:
@@ -35,7 +24,7 @@ def test_replace_overwrites_the_holders_content(q: str) -> None:
         priority=5,
     )
     assert again == first
-    assert _live_with(q, "k") == [first]
+    assert live_with(q, "k") == [first]
     (p,) = mq.peek(q)
     assert (p.body, p.content_type, p.subject, p.properties, p.priority) == (
         b'{"v":2}',
@@ -100,7 +89,7 @@ def test_replace_after_the_holder_finished_inserts(q: str) -> None:
     (m,) = mq.receive(q)
     m.complete()
     second = mq.send(q, b"b", unique_key="k", on_conflict="replace")
-    assert second != first and _live_with(q, "k") == [second]
+    assert second != first and live_with(q, "k") == [second]
 
 
 def test_a_replaced_message_keeps_its_place_in_its_line(make_queue: object) -> None:

@@ -10,27 +10,15 @@ import threading
 import time
 
 import pytest
-from django.db import connection
 
 import django_mqlite as mq
 from tests.support.concurrency import retrying, run_threads, start_threads
+from tests.support.unique_keys import held_twice
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 PRODUCERS = 8
 SENDS = 40
-
-_DOUBLES = (
-    "SELECT unique_key, count(*) FROM mqlite_message WHERE unique_key IS NOT NULL "
-    "AND state IN ('active', 'locked', 'deferred', 'scheduled') "
-    "GROUP BY queue_id, unique_key HAVING count(*) > 1"
-)
-
-
-def _doubles() -> list[tuple[str, int]]:
-    with connection.cursor() as cursor:
-        cursor.execute(_DOUBLES)
-        return list(cursor.fetchall())
 
 
 def _race(policy: str, consume: bool) -> tuple[set[str], list[bytes], int, list[object]]:
@@ -57,7 +45,7 @@ def _race(policy: str, consume: bool) -> tuple[set[str], list[bytes], int, list[
             except mq.UniqueKeyLockedError:
                 with lock:
                     refused.append(1)
-            doubles = retrying(_doubles)
+            doubles = retrying(held_twice)
             if doubles:
                 seen_doubles.append(doubles)
 
@@ -86,7 +74,7 @@ def _race(policy: str, consume: bool) -> tuple[set[str], list[bytes], int, list[
 def test_racing_replacements_never_make_two_live_messages(policy: str) -> None:
     mq.create_queue("uniq", lock_duration=60)
     sent, _, refused, seen_doubles = _race(policy, consume=False)
-    assert seen_doubles == [] and _doubles() == []
+    assert seen_doubles == [] and held_twice() == []
     assert refused == 0  # no consumer: the holder was never locked
     (p,) = mq.peek("uniq")
     assert p.text() in sent
@@ -96,7 +84,7 @@ def test_racing_replacements_never_make_two_live_messages(policy: str) -> None:
 def test_replacements_racing_a_consumer() -> None:
     mq.create_queue("uniq", lock_duration=60)
     sent, received, refused, seen_doubles = _race("replace", consume=True)
-    assert seen_doubles == [] and _doubles() == []
+    assert seen_doubles == [] and held_twice() == []
     assert received and {b.decode() for b in received} <= sent
     assert mq.peek("uniq") == []
     totals = mq.stats("uniq").totals
