@@ -147,16 +147,25 @@ def _send(
         if not rows:
             return []
         claims: dict[int, int] = {}
-        owners: dict[str, Row] = {}  # dedup keys this batch inserts, by key
-        copies: list[tuple[Row, Row]] = []  # (repeat, original) within this batch
+        first: dict[str, Row] = {}  # each dedup key's first message in this batch
+        repeats: list[Row] = []  # the later ones, in batch order
         for r in rows:
-            if r.dedup_key is None:
-                continue
-            owner = owners.get(r.dedup_key)
-            if owner is None:
+            if r.dedup_key is not None and first.setdefault(r.dedup_key, r) is not r:
+                repeats.append(r)
+        owners: dict[str, Row] = {}  # dedup keys this batch inserts, by key
+        # Keys are taken in sorted order: two batches sharing keys in opposite orders
+        # would otherwise each hold one and wait for the other's (a deadlock on
+        # PostgreSQL, where the index entries of uncommitted inserts are locked).
+        for key in sorted(first):
+            r = first[key]
+            claims[id(r)] = _claim_dedup(cursor, q, r, now, single)
+            if claims[id(r)] == 0:
+                owners[key] = r
+        copies: list[tuple[Row, Row]] = []  # (repeat, original) within this batch
+        for r in repeats:
+            owner = owners.get(str(r.dedup_key))
+            if owner is None:  # the key was already held: judged against that message
                 claims[id(r)] = _claim_dedup(cursor, q, r, now, single)
-                if claims[id(r)] == 0:
-                    owners[r.dedup_key] = r
             elif owner.body_hash == r.body_hash:
                 claims[id(r)] = -2
                 copies.append((r, owner))
