@@ -10,7 +10,8 @@ path that ran it calls ``count`` in the same transaction with an outcome per row
   abandon on the last delivery, lease expiry, a dead worker's lock, TTL, a cancelled
   task);
 - ``cancelled``: removed without having run: ``cancel_scheduled``, a purge of waiting
-  messages, TTL expiry on a queue that does not dead-letter;
+  messages, a forced ``delete_queue`` of live ones, TTL expiry on a queue that does not
+  dead-letter;
 - ``reopened``: a redrive of a dead child (``failed`` goes back down: the batch is
   running again).
 

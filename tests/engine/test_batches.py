@@ -121,6 +121,48 @@ def test_cancel_and_purge_of_waiting_children_count_as_cancelled(qs: Any) -> Non
     assert fired() == ["on_complete"]
 
 
+def test_a_forced_delete_queue_cancels_its_live_children(make_queue: Any) -> None:
+    for name in ("kids", "other", "done"):
+        make_queue(name)
+    with mq.batch(**callbacks()) as b:
+        b.send("kids", "waiting")
+        b.send("kids", "scheduled", delay=60)
+        b.send("kids", "in flight")
+        b.send("kids", "dead")
+        b.send("other", "elsewhere")
+    got = mq.receive("kids", max_messages=2)
+    got[1].reject("Bad")  # counted as failed when it died, not again
+    mq.delete_queue("kids", force=True)
+    info = mq.get_batch(b.id)
+    assert (info.cancelled, info.failed, info.pending, info.state) == (3, 1, 1, "running")
+    assert fired() == []
+    mq.receive("other")[0].complete()
+    assert fired() == ["on_complete", "on_failure"]
+
+
+def test_a_forced_delete_that_ends_a_batch_fires_its_callbacks_with_it(qs: Any) -> None:
+    bid, _ = make(2)
+    with pytest.raises(RuntimeError), transaction.atomic():
+        mq.delete_queue("kids", force=True)
+        assert fired() == ["on_complete"]  # in the delete's transaction
+        raise RuntimeError
+    assert (mq.get_batch(bid).pending, fired()) == (2, [])
+    mq.delete_queue("kids", force=True)
+    info = mq.get_batch(bid)
+    assert (info.state, info.cancelled, sorted(info.callbacks)) == ("finished", 2, ["on_complete"])
+    assert fired() == ["on_complete"]
+
+
+def test_a_callback_on_the_deleted_queue_is_recorded(make_queue: Any) -> None:
+    make_queue("kids")
+    with mq.batch(on_complete=mq.Callback("kids", "cb")) as b:
+        b.send("kids", "a")
+    mq.delete_queue("kids", force=True)
+    info = mq.get_batch(b.id)
+    assert info.state == "finished"
+    assert info.callback_error is not None and "kids" in info.callback_error
+
+
 def test_purging_dead_children_counts_nothing_more(qs: Any) -> None:
     bid, _ = make(1)
     mq.receive("kids")[0].reject("Bad")
