@@ -20,6 +20,13 @@ database: its callbacks' queues and its children's must all be there
 
 While a block is open, ``current()`` is the batch it builds, in this thread or task:
 how an integration (the Django Tasks backend) makes what it enqueues join the batch.
+
+Children join only from the thread that opened the block, the one whose connection
+holds the block's transaction. Another thread has its own connection: what it sent
+would commit on its own, pointing at a batch no one else can see yet (and gone if the
+block rolls back). So ``send``, ``send_batch``, ``join`` and ``check`` from any other
+thread (one handed the batch, or one running in a copy of the block's context) raise
+``InvalidArgumentError`` before anything is written.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ import base64
 import contextvars
 import json
 import sys
+import threading
 from collections.abc import Sequence
 from types import TracebackType
 from typing import Any
@@ -72,6 +80,7 @@ class Batch:
         self._children: set[int] = set()
         self._atomic: Any = None
         self._token: contextvars.Token[Batch | None] | None = None
+        self._thread = 0  # the opening thread's ident, while the block is open
 
     # -- the block ---------------------------------------------------------------------
 
@@ -94,6 +103,7 @@ class Batch:
         except BaseException:
             self._atomic.__exit__(*sys.exc_info())
             raise
+        self._thread = threading.get_ident()
         self._token = _current.set(self)
         return self
 
@@ -164,6 +174,11 @@ class Batch:
     def _require_open(self) -> None:
         if self._token is None:
             raise InvalidArgumentError("children are sent inside the batch's with block")
+        if threading.get_ident() != self._thread:
+            raise InvalidArgumentError(
+                "children are sent from the thread that opened the batch's with block "
+                "(its transaction is that thread's); nothing was written"
+            )
 
     def _seal(self) -> None:
         cursor, dialect = databases.ctx(self.alias)
