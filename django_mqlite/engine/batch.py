@@ -91,8 +91,8 @@ class Batch:
         self._atomic.__enter__()
         try:
             cursor, dialect = databases.ctx(self.alias)
-            for cb in self._callbacks.values():
-                load_queue(cursor, cb.queue)
+            for name, cb in self._callbacks.items():
+                tally.check_callback(specs[name], name, load_queue(cursor, cb.queue), now)
             cursor.execute(
                 "INSERT INTO mqlite_batch (created_at, sealed, total, completed, failed, "
                 f"cancelled, fired, callbacks) VALUES (%s, 0, 0, 0, 0, 0, 0, "

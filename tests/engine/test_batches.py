@@ -9,6 +9,8 @@ import pytest
 from django.db import connection, transaction
 
 import django_mqlite as mq
+from django_mqlite.engine import canonical_json
+from django_mqlite.engine.admission import MAX_PROPERTIES_BYTES
 
 pytestmark = pytest.mark.django_db
 
@@ -276,6 +278,32 @@ def test_a_callback_that_cannot_be_serialised_is_refused(qs: Any) -> None:
         mq.Callback("done", "x", nonsense=1)
     with pytest.raises(mq.QueueNotFoundError):
         with mq.batch(on_complete=mq.Callback("nope", "x")) as b:
+            b.send("kids", "a")
+    assert (mq.peek("kids"), batch_rows()) == ([], 0)
+
+
+def test_a_callback_its_queue_would_refuse_is_refused_when_the_batch_is_made(
+    make_queue: Any,
+) -> None:
+    make_queue("kids")
+    make_queue("lines", ordering="group_fifo")
+    with pytest.raises(mq.GroupRequiredError):
+        with mq.batch(on_complete=mq.Callback("lines", "cb")) as b:
+            b.send("kids", "a")
+    assert (mq.peek("kids"), batch_rows()) == ([], 0)
+    with mq.batch(on_complete=mq.Callback("lines", "cb", group_id="g")) as b:
+        b.send("kids", "a")
+    mq.receive("kids")[0].complete()
+    assert [p.group_id for p in mq.peek("lines")] == ["g"]
+
+
+def test_a_callback_whose_properties_overflow_with_the_summary_is_refused(qs: Any) -> None:
+    # The properties fit on their own, not with the batch's summary the callback carries.
+    room = MAX_PROPERTIES_BYTES - len(canonical_json.dumps({"pad": ""})) - 16
+    props = {"pad": "x" * room}
+    mq.send("done", "fits alone", properties=props)
+    with pytest.raises(mq.InvalidArgumentError, match="properties"):
+        with mq.batch(on_complete=mq.Callback("done", "cb", properties=props)) as b:
             b.send("kids", "a")
     assert (mq.peek("kids"), batch_rows()) == ([], 0)
 
