@@ -43,11 +43,22 @@ from typing import Any
 from django.db import transaction
 
 from ..exceptions import BatchNotFoundError, CrossDatabaseError, InvalidArgumentError
-from . import arguments, batches, databases, lines, send, tally
+from . import arguments, batches, databases, send, tally
 from .admission import admit
 from .clock import from_ms, now_ms
 from .rows import load_queue
 from .types import BatchInfo, BatchState, Callback, OutMessage
+
+# -- name: join_batch ---------------------------------------------------------------------
+# A message becomes a child only while it waits for its first delivery and is in no
+# batch: one a consumer has (locked, deferred) or has had is partly run, perhaps settled
+# before the batch could count it, and one in another batch is counted there. Parameters:
+# the batch id, then the seqs.
+_JOIN = (
+    "UPDATE mqlite_message SET batch_id = %s WHERE batch_id IS NULL "
+    "AND state IN ('active', 'scheduled') AND delivery_count = 0 AND seq IN ({seqs}) "
+    "RETURNING seq"
+)
 
 _current: contextvars.ContextVar[Batch | None] = contextvars.ContextVar(
     "mqlite_batch", default=None
@@ -132,33 +143,54 @@ class Batch:
         """Send a child (``mq.send``'s keywords); returns its seq."""
         self.check(queue, options.pop("using", None))
         seq = send.send(queue, body, using=self.alias, **options)
-        self.join([seq])
+        self.join_sent([seq])
         return seq
 
     def send_batch(self, queue: str, messages: Sequence[OutMessage]) -> list[int]:
         """Send many children (``mq.send_batch``); a dedup-conflict slot is seq 0."""
         self.check(queue, None)
         seqs = send.send_batch(queue, messages, using=self.alias)
-        self.join(seqs)
+        self.join_sent(seqs)
         return seqs
 
     def join(self, seqs: Sequence[int]) -> list[int]:
-        """Make these messages (just sent on the batch's database) children; returns
-        the seqs that joined (live, and in no batch yet)."""
+        """Make messages already on the batch's database children; returns their seqs,
+        sorted. Each must wait for its first delivery (``active`` or ``scheduled``,
+        never delivered) and be in no batch: any other, or an unknown seq, raises
+        ``InvalidArgumentError`` and none joins."""
         self._require_open()
-        wanted = sorted({s for s in seqs if s and s not in self._children})
-        joined: list[int] = []
-        cursor, _ = databases.ctx(self.alias)
-        for chunk in batches.chunks(wanted, 500):
-            cursor.execute(
-                "UPDATE mqlite_message SET batch_id = %s WHERE batch_id IS NULL "
-                f"AND state IN {lines.LIVE_SQL} AND seq IN ({batches.placeholders(len(chunk))}) "
-                "RETURNING seq",
-                [self.id, *chunk],
-            )
-            joined += [r[0] for r in cursor.fetchall()]
+        if not isinstance(seqs, list | tuple | set | frozenset):
+            raise InvalidArgumentError("seqs must be a list of integers")
+        wanted = sorted({arguments.check_seq(s) for s in seqs})
+        with transaction.atomic(using=self.alias):  # a refusal takes back what joined
+            joined = self._join(wanted)
+            refused = sorted(set(wanted) - set(joined))
+            if refused:
+                raise InvalidArgumentError(
+                    f"messages {refused} may not join the batch: a message joins while it "
+                    "waits for its first delivery (active or scheduled) and is in no batch; "
+                    "none joined"
+                )
         self._children.update(joined)
         return joined
+
+    def join_sent(self, seqs: Sequence[int]) -> list[int]:
+        """Make children of the messages a send on the batch's database just returned;
+        returns those that joined. A seq the send collapsed into a message that may not
+        join (``join``'s rule: producer dedup, a unique key's holder), or a dedup-conflict
+        slot (0), adds no child."""
+        self._require_open()
+        joined = self._join(sorted({s for s in seqs if s and s not in self._children}))
+        self._children.update(joined)
+        return joined
+
+    def _join(self, seqs: list[int]) -> list[int]:
+        joined: list[int] = []
+        cursor, _ = databases.ctx(self.alias)
+        for chunk in batches.chunks(seqs, 500):
+            cursor.execute(_JOIN.format(seqs=batches.placeholders(len(chunk))), [self.id, *chunk])
+            joined += [r[0] for r in cursor.fetchall()]
+        return sorted(joined)
 
     def check(self, queue: str, using: str | None) -> None:
         """Refuse (``CrossDatabaseError``) a child on ``queue`` that would not live on

@@ -258,6 +258,52 @@ def test_dedup_collapsed_child_is_not_counted_twice(make_queue: Any) -> None:
     assert mq.get_batch(b.id).total == 1
 
 
+def test_join_takes_messages_waiting_for_their_first_delivery(qs: Any) -> None:
+    waiting = mq.send("kids", "w")
+    scheduled = mq.send("kids", "s", delay=60)
+    with mq.batch(**callbacks()) as b:
+        assert b.join([scheduled, waiting]) == sorted([waiting, scheduled])
+    assert mq.get_batch(b.id).total == 2
+    assert batch_of(waiting) == batch_of(scheduled) == b.id
+
+
+def batch_of(seq: int) -> int | None:
+    with connection.cursor() as c:
+        c.execute("SELECT batch_id FROM mqlite_message WHERE seq = %s", [seq])
+        return c.fetchone()[0]  # type: ignore[no-any-return]
+
+
+def test_join_refuses_any_other_message_and_changes_nothing(make_queue: Any) -> None:
+    make_queue("kids", max_delivery_count=5)
+    make_queue("done")
+
+    def taken(name: str, then: str | None) -> int:
+        make_queue(name, max_delivery_count=5)
+        seq = mq.send(name, name)
+        m = mq.receive(name)[0]
+        if then is not None:
+            getattr(m, then)()
+        return seq
+
+    refused = {
+        "in flight": taken("flight", None),
+        "deferred": taken("deferred", "defer"),
+        "delivered before": taken("retried", "abandon"),
+        "gone": taken("finished", "complete"),
+        "in a batch": make(1)[1][0],
+        "unknown": 10**9,
+    }
+    fine = mq.send("kids", "fine")
+    for why, seq in refused.items():
+        with mq.batch(**callbacks()) as b:
+            b.send("kids", "own")
+            with pytest.raises(mq.InvalidArgumentError, match=str(seq)):
+                b.join([fine, seq])
+        assert (mq.get_batch(b.id).total, batch_of(fine)) == (1, None), why
+    with pytest.raises(mq.InvalidArgumentError), mq.batch(**callbacks()) as b:
+        b.join(["1"])  # type: ignore[list-item]
+
+
 # -- bad input: typed errors, nothing written --------------------------------------------
 
 
