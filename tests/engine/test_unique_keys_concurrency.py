@@ -130,5 +130,6 @@ def test_batches_with_shared_keys_in_opposite_orders_never_deadlock(in_batch: bo
 
     run_threads(2, producer)
     assert len(got) == ROUNDS * (len(SHARED) + 2)
-    assert _doubles() == []
+    # As many live messages as keys, each key answered with one seq: none held twice.
     assert mq.stats("uniq").counts["active"] == len(got)
+    assert len(set(got.values())) == len(got)
