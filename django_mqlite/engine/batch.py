@@ -20,6 +20,13 @@ database: its callbacks' queues and its children's must all be there
 
 While a block is open, ``current()`` is the batch it builds, in this thread or task:
 how an integration (the Django Tasks backend) makes what it enqueues join the batch.
+
+Children join only from the thread that opened the block, the one whose connection
+holds the block's transaction. Another thread has its own connection: what it sent
+would commit on its own, pointing at a batch no one else can see yet (and gone if the
+block rolls back). So ``send``, ``send_batch``, ``join`` and ``check`` from any other
+thread (one handed the batch, or one running in a copy of the block's context) raise
+``InvalidArgumentError`` before anything is written.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ import base64
 import contextvars
 import json
 import sys
+import threading
 from collections.abc import Sequence
 from types import TracebackType
 from typing import Any
@@ -35,11 +43,22 @@ from typing import Any
 from django.db import transaction
 
 from ..exceptions import BatchNotFoundError, CrossDatabaseError, InvalidArgumentError
-from . import arguments, batches, databases, lines, send, tally
+from . import arguments, batches, databases, send, tally
 from .admission import admit
 from .clock import from_ms, now_ms
 from .rows import load_queue
 from .types import BatchInfo, BatchState, Callback, OutMessage
+
+# -- name: join_batch ---------------------------------------------------------------------
+# A message becomes a child only while it waits for its first delivery and is in no
+# batch: one a consumer has (locked, deferred) or has had is partly run, perhaps settled
+# before the batch could count it, and one in another batch is counted there. Parameters:
+# the batch id, then the seqs.
+_JOIN = (
+    "UPDATE mqlite_message SET batch_id = %s WHERE batch_id IS NULL "
+    "AND state IN ('active', 'scheduled') AND delivery_count = 0 AND seq IN ({seqs}) "
+    "RETURNING seq"
+)
 
 _current: contextvars.ContextVar[Batch | None] = contextvars.ContextVar(
     "mqlite_batch", default=None
@@ -72,6 +91,7 @@ class Batch:
         self._children: set[int] = set()
         self._atomic: Any = None
         self._token: contextvars.Token[Batch | None] | None = None
+        self._thread = 0  # the opening thread's ident, while the block is open
 
     # -- the block ---------------------------------------------------------------------
 
@@ -82,8 +102,8 @@ class Batch:
         self._atomic.__enter__()
         try:
             cursor, dialect = databases.ctx(self.alias)
-            for cb in self._callbacks.values():
-                load_queue(cursor, cb.queue)
+            for name, cb in self._callbacks.items():
+                tally.check_callback(specs[name], name, load_queue(cursor, cb.queue), now)
             cursor.execute(
                 "INSERT INTO mqlite_batch (created_at, sealed, total, completed, failed, "
                 f"cancelled, fired, callbacks) VALUES (%s, 0, 0, 0, 0, 0, 0, "
@@ -94,6 +114,7 @@ class Batch:
         except BaseException:
             self._atomic.__exit__(*sys.exc_info())
             raise
+        self._thread = threading.get_ident()
         self._token = _current.set(self)
         return self
 
@@ -122,33 +143,54 @@ class Batch:
         """Send a child (``mq.send``'s keywords); returns its seq."""
         self.check(queue, options.pop("using", None))
         seq = send.send(queue, body, using=self.alias, **options)
-        self.join([seq])
+        self.join_sent([seq])
         return seq
 
     def send_batch(self, queue: str, messages: Sequence[OutMessage]) -> list[int]:
         """Send many children (``mq.send_batch``); a dedup-conflict slot is seq 0."""
         self.check(queue, None)
         seqs = send.send_batch(queue, messages, using=self.alias)
-        self.join(seqs)
+        self.join_sent(seqs)
         return seqs
 
     def join(self, seqs: Sequence[int]) -> list[int]:
-        """Make these messages (just sent on the batch's database) children; returns
-        the seqs that joined (live, and in no batch yet)."""
+        """Make messages already on the batch's database children; returns their seqs,
+        sorted. Each must wait for its first delivery (``active`` or ``scheduled``,
+        never delivered) and be in no batch: any other, or an unknown seq, raises
+        ``InvalidArgumentError`` and none joins."""
         self._require_open()
-        wanted = sorted({s for s in seqs if s and s not in self._children})
-        joined: list[int] = []
-        cursor, _ = databases.ctx(self.alias)
-        for chunk in batches.chunks(wanted, 500):
-            cursor.execute(
-                "UPDATE mqlite_message SET batch_id = %s WHERE batch_id IS NULL "
-                f"AND state IN {lines.LIVE_SQL} AND seq IN ({batches.placeholders(len(chunk))}) "
-                "RETURNING seq",
-                [self.id, *chunk],
-            )
-            joined += [r[0] for r in cursor.fetchall()]
+        if not isinstance(seqs, list | tuple | set | frozenset):
+            raise InvalidArgumentError("seqs must be a list of integers")
+        wanted = sorted({arguments.check_seq(s) for s in seqs})
+        with transaction.atomic(using=self.alias):  # a refusal takes back what joined
+            joined = self._join(wanted)
+            refused = sorted(set(wanted) - set(joined))
+            if refused:
+                raise InvalidArgumentError(
+                    f"messages {refused} may not join the batch: a message joins while it "
+                    "waits for its first delivery (active or scheduled) and is in no batch; "
+                    "none joined"
+                )
         self._children.update(joined)
         return joined
+
+    def join_sent(self, seqs: Sequence[int]) -> list[int]:
+        """Make children of the messages a send on the batch's database just returned;
+        returns those that joined. A seq the send collapsed into a message that may not
+        join (``join``'s rule: producer dedup, a unique key's holder), or a dedup-conflict
+        slot (0), adds no child."""
+        self._require_open()
+        joined = self._join(sorted({s for s in seqs if s and s not in self._children}))
+        self._children.update(joined)
+        return joined
+
+    def _join(self, seqs: list[int]) -> list[int]:
+        joined: list[int] = []
+        cursor, _ = databases.ctx(self.alias)
+        for chunk in batches.chunks(seqs, 500):
+            cursor.execute(_JOIN.format(seqs=batches.placeholders(len(chunk))), [self.id, *chunk])
+            joined += [r[0] for r in cursor.fetchall()]
+        return sorted(joined)
 
     def check(self, queue: str, using: str | None) -> None:
         """Refuse (``CrossDatabaseError``) a child on ``queue`` that would not live on
@@ -164,6 +206,11 @@ class Batch:
     def _require_open(self) -> None:
         if self._token is None:
             raise InvalidArgumentError("children are sent inside the batch's with block")
+        if threading.get_ident() != self._thread:
+            raise InvalidArgumentError(
+                "children are sent from the thread that opened the batch's with block "
+                "(its transaction is that thread's); nothing was written"
+            )
 
     def _seal(self) -> None:
         cursor, dialect = databases.ctx(self.alias)

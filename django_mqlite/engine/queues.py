@@ -11,7 +11,7 @@ from django.db import transaction
 
 from ..conf import current
 from ..exceptions import InvalidArgumentError, QueueExistsError, QueueNotEmptyError
-from . import arguments, batches, databases, fanout, limits, lines
+from . import arguments, batches, databases, fanout, limits, lines, tally
 from .clock import now_ms
 from .rows import QUEUE_COLUMNS, QueueRow, load_queue
 from .types import Ordering, Queue
@@ -247,9 +247,13 @@ def list_queues(*, using: str | None = None) -> list[Queue]:
 
 def delete_queue(name: str, *, force: bool = False, using: str | None = None) -> None:
     """Delete a queue and everything in it. Refuses a queue that holds any message
-    (live ones, dead letters, kept results) unless ``force=True``."""
+    (live ones, dead letters, kept results) unless ``force=True``.
+
+    A live child of a batch deleted with it counts as cancelled there (``tally``), in
+    this transaction, as a purge's would: the delete may be what finishes the batch.
+    Dead children and kept results were counted when they ended."""
     alias = databases.alias_of(using, name)
-    cursor, _ = databases.ctx(alias)
+    cursor, dialect = databases.ctx(alias)
     with transaction.atomic(using=alias):
         q = load_queue(cursor, name)
         if not force and _live_count(cursor, q.id, any_state=True):
@@ -258,6 +262,12 @@ def delete_queue(name: str, *, force: bool = False, using: str | None = None) ->
                 "results); pass force=True to delete it"
             )
         fanout.changed_queue(cursor, q.id)
+        cursor.execute(
+            "DELETE FROM mqlite_message WHERE queue_id = %s AND batch_id IS NOT NULL "
+            f"AND state IN {lines.LIVE_SQL} RETURNING batch_id",
+            [q.id],
+        )
+        children = [(batch_id, tally.CANCELLED) for (batch_id,) in cursor.fetchall()]
         tables = (
             "mqlite_message",
             "mqlite_attempt",
@@ -270,6 +280,9 @@ def delete_queue(name: str, *, force: bool = False, using: str | None = None) ->
             cursor.execute(f"DELETE FROM {table} WHERE queue_id = %s", [q.id])
         cursor.execute("DELETE FROM mqlite_history WHERE queue_id = %s", [q.id])
         cursor.execute("DELETE FROM mqlite_queue WHERE id = %s", [q.id])
+        # Counted once the queue is gone: a callback aimed at it is recorded in its
+        # batch's callback_error, not enqueued among the rows just deleted.
+        tally.count(cursor, dialect, children)
 
 
 def sync_declared(declared: Mapping[str, Mapping[str, Any]], *, using: str | None = None) -> int:

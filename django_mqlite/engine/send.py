@@ -21,6 +21,13 @@ holder keeps its seq, message id, group and place in its line, and the send retu
 seq. A holder a consumer has (``locked`` or ``deferred``) is not changed: the send raises
 ``UniqueKeyLockedError`` and a batch writes nothing. The index still decides who holds
 the key; the UPDATE only ever touches the one live row that does.
+
+A send of several keys takes them in sorted order before it writes any (PostgreSQL:
+one transaction-scoped lock per key), then inserts in the order given, so seqs keep the
+batch's order. Taking them in the order given, two batches with shared keys in
+opposite orders would each hold a key the other waits for (an insert waits on the
+other's uncommitted index entry, a replace on its row lock): a deadlock. A send of one
+key takes no lock: one key cannot close a cycle within the send.
 """
 
 from __future__ import annotations
@@ -335,6 +342,7 @@ def _insert_each(
     nothing (``skip``) or its content into the holder (``replace``, ``debounce``).
     Returns the rows inserted. Each row asks whether its line has a live message, since
     an earlier row of its line in this batch may not have been inserted."""
+    _lock_keys(cursor, dialect, q, rows)
     written: list[Row] = []
     for r in rows:
         r.first_in_line = True
@@ -350,6 +358,18 @@ def _insert_each(
         elif _insert_unique(cursor, dialect, q, r, values, params, now):
             written.append(r)
     return written
+
+
+def _lock_keys(cursor: CursorWrapper, dialect: Dialect, q: QueueRow, rows: list[Row]) -> None:
+    """Lock the unique keys of ``rows`` in sorted order (see the module docstring), when
+    there are two or more and writers run side by side."""
+    sql = dialect.lock_group_sql()
+    keys = sorted({r.unique_key for r in rows if r.unique_key is not None})
+    if sql is None or len(keys) < 2:
+        return
+    for key in keys:
+        # Its own namespace: a line's lock (``lines.lock_lines``) is "mqlite:<queue>:<key>".
+        cursor.execute(sql, [f"mqlite-unique:{q.id}:{key}"])
 
 
 def _insert_unique(

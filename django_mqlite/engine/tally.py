@@ -10,7 +10,8 @@ path that ran it calls ``count`` in the same transaction with an outcome per row
   abandon on the last delivery, lease expiry, a dead worker's lock, TTL, a cancelled
   task);
 - ``cancelled``: removed without having run: ``cancel_scheduled``, a purge of waiting
-  messages, TTL expiry on a queue that does not dead-letter;
+  messages, a forced ``delete_queue`` of live ones, TTL expiry on a queue that does not
+  dead-letter;
 - ``reopened``: a redrive of a dead child (``failed`` goes back down: the batch is
   running again).
 
@@ -48,9 +49,11 @@ from django.db.backends.utils import CursorWrapper
 
 from ..exceptions import MQLiteError
 from . import batches, send
+from .admission import admit
 from .clock import now_ms
 from .dialects import Dialect
-from .rows import columns
+from .prepare import for_queue
+from .rows import QueueRow, columns
 from .types import OutMessage
 
 COMPLETED = "completed"
@@ -137,8 +140,9 @@ def count(
 def finish(cursor: CursorWrapper, dialect: Dialect, row: BatchRow) -> None:
     """If ``row`` (as this transaction just locked and counted it) is sealed with no
     child pending, mark it finished and enqueue each callback that is due and has not
-    fired. A callback that cannot be enqueued (its queue was deleted since) is
-    recorded in ``callback_error`` rather than failing the settlement."""
+    fired. A callback that cannot be enqueued (checked when the batch was made, but its
+    queue was deleted or changed since) is recorded in ``callback_error`` rather than
+    failing the settlement."""
     if not row.sealed or row.pending != 0:
         return
     specs = dialect.load_json(row.callbacks) or {}
@@ -169,6 +173,21 @@ def finish(cursor: CursorWrapper, dialect: Dialect, row: BatchRow) -> None:
         "callback_error = COALESCE(%s, callback_error) WHERE id = %s",
         [json.dumps(seqs), "; ".join(errors) or None, row.id],
     )
+
+
+#: A batch whose every number is as wide as its column allows: the summary with which a
+#: callback's message is checked when the batch is made (``check_callback``).
+_WIDE = 2**31 - 1
+_WIDEST = BatchRow(2**63 - 1, 1, _WIDE, _WIDE, _WIDE, _WIDE, 7, None, None)
+
+
+def check_callback(spec: dict[str, Any], name: str, queue: QueueRow, now: int) -> None:
+    """Raise what enqueuing callback ``name`` (``spec`` as stored) on ``queue`` would
+    raise for its message: admission with the batch's summary in its properties, then
+    the queue's rules (a group on a ``group_fifo`` queue). Run when the batch is made,
+    so a callback that could never be enqueued is refused then, not found out by the
+    settlement that finishes the batch."""
+    for_queue(admit(_message(spec, name, _WIDEST), now), queue)
 
 
 def _condition(name: str, row: BatchRow) -> bool:

@@ -222,7 +222,7 @@ class MQLiteBackend(BaseTaskBackend):  # type: ignore[misc,unused-ignore]
             open_batch.check(task.queue_name, using)
         seq, enqueued_ms = self._send(task.queue_name, body, message_id=message_id, **options)
         if open_batch is not None:
-            open_batch.join([seq])
+            open_batch.join_sent([seq])
         result: TaskResult[Any, Any] = TaskResult(
             task=task,
             id=self._result_id(task.queue_name, seq),

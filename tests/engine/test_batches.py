@@ -9,6 +9,8 @@ import pytest
 from django.db import connection, transaction
 
 import django_mqlite as mq
+from django_mqlite.engine import canonical_json
+from django_mqlite.engine.admission import MAX_PROPERTIES_BYTES
 
 pytestmark = pytest.mark.django_db
 
@@ -121,6 +123,48 @@ def test_cancel_and_purge_of_waiting_children_count_as_cancelled(qs: Any) -> Non
     assert fired() == ["on_complete"]
 
 
+def test_a_forced_delete_queue_cancels_its_live_children(make_queue: Any) -> None:
+    for name in ("kids", "other", "done"):
+        make_queue(name)
+    with mq.batch(**callbacks()) as b:
+        b.send("kids", "waiting")
+        b.send("kids", "scheduled", delay=60)
+        b.send("kids", "in flight")
+        b.send("kids", "dead")
+        b.send("other", "elsewhere")
+    got = mq.receive("kids", max_messages=2)
+    got[1].reject("Bad")  # counted as failed when it died, not again
+    mq.delete_queue("kids", force=True)
+    info = mq.get_batch(b.id)
+    assert (info.cancelled, info.failed, info.pending, info.state) == (3, 1, 1, "running")
+    assert fired() == []
+    mq.receive("other")[0].complete()
+    assert fired() == ["on_complete", "on_failure"]
+
+
+def test_a_forced_delete_that_ends_a_batch_fires_its_callbacks_with_it(qs: Any) -> None:
+    bid, _ = make(2)
+    with pytest.raises(RuntimeError), transaction.atomic():
+        mq.delete_queue("kids", force=True)
+        assert fired() == ["on_complete"]  # in the delete's transaction
+        raise RuntimeError
+    assert (mq.get_batch(bid).pending, fired()) == (2, [])
+    mq.delete_queue("kids", force=True)
+    info = mq.get_batch(bid)
+    assert (info.state, info.cancelled, sorted(info.callbacks)) == ("finished", 2, ["on_complete"])
+    assert fired() == ["on_complete"]
+
+
+def test_a_callback_on_the_deleted_queue_is_recorded(make_queue: Any) -> None:
+    make_queue("kids")
+    with mq.batch(on_complete=mq.Callback("kids", "cb")) as b:
+        b.send("kids", "a")
+    mq.delete_queue("kids", force=True)
+    info = mq.get_batch(b.id)
+    assert info.state == "finished"
+    assert info.callback_error is not None and "kids" in info.callback_error
+
+
 def test_purging_dead_children_counts_nothing_more(qs: Any) -> None:
     bid, _ = make(1)
     mq.receive("kids")[0].reject("Bad")
@@ -214,6 +258,52 @@ def test_dedup_collapsed_child_is_not_counted_twice(make_queue: Any) -> None:
     assert mq.get_batch(b.id).total == 1
 
 
+def test_join_takes_messages_waiting_for_their_first_delivery(qs: Any) -> None:
+    waiting = mq.send("kids", "w")
+    scheduled = mq.send("kids", "s", delay=60)
+    with mq.batch(**callbacks()) as b:
+        assert b.join([scheduled, waiting]) == sorted([waiting, scheduled])
+    assert mq.get_batch(b.id).total == 2
+    assert batch_of(waiting) == batch_of(scheduled) == b.id
+
+
+def batch_of(seq: int) -> int | None:
+    with connection.cursor() as c:
+        c.execute("SELECT batch_id FROM mqlite_message WHERE seq = %s", [seq])
+        return c.fetchone()[0]  # type: ignore[no-any-return]
+
+
+def test_join_refuses_any_other_message_and_changes_nothing(make_queue: Any) -> None:
+    make_queue("kids", max_delivery_count=5)
+    make_queue("done")
+
+    def taken(name: str, then: str | None) -> int:
+        make_queue(name, max_delivery_count=5)
+        seq = mq.send(name, name)
+        m = mq.receive(name)[0]
+        if then is not None:
+            getattr(m, then)()
+        return seq
+
+    refused = {
+        "in flight": taken("flight", None),
+        "deferred": taken("deferred", "defer"),
+        "delivered before": taken("retried", "abandon"),
+        "gone": taken("finished", "complete"),
+        "in a batch": make(1)[1][0],
+        "unknown": 10**9,
+    }
+    fine = mq.send("kids", "fine")
+    for why, seq in refused.items():
+        with mq.batch(**callbacks()) as b:
+            b.send("kids", "own")
+            with pytest.raises(mq.InvalidArgumentError, match=str(seq)):
+                b.join([fine, seq])
+        assert (mq.get_batch(b.id).total, batch_of(fine)) == (1, None), why
+    with pytest.raises(mq.InvalidArgumentError), mq.batch(**callbacks()) as b:
+        b.join(["1"])  # type: ignore[list-item]
+
+
 # -- bad input: typed errors, nothing written --------------------------------------------
 
 
@@ -234,6 +324,32 @@ def test_a_callback_that_cannot_be_serialised_is_refused(qs: Any) -> None:
         mq.Callback("done", "x", nonsense=1)
     with pytest.raises(mq.QueueNotFoundError):
         with mq.batch(on_complete=mq.Callback("nope", "x")) as b:
+            b.send("kids", "a")
+    assert (mq.peek("kids"), batch_rows()) == ([], 0)
+
+
+def test_a_callback_its_queue_would_refuse_is_refused_when_the_batch_is_made(
+    make_queue: Any,
+) -> None:
+    make_queue("kids")
+    make_queue("lines", ordering="group_fifo")
+    with pytest.raises(mq.GroupRequiredError):
+        with mq.batch(on_complete=mq.Callback("lines", "cb")) as b:
+            b.send("kids", "a")
+    assert (mq.peek("kids"), batch_rows()) == ([], 0)
+    with mq.batch(on_complete=mq.Callback("lines", "cb", group_id="g")) as b:
+        b.send("kids", "a")
+    mq.receive("kids")[0].complete()
+    assert [p.group_id for p in mq.peek("lines")] == ["g"]
+
+
+def test_a_callback_whose_properties_overflow_with_the_summary_is_refused(qs: Any) -> None:
+    # The properties fit on their own, not with the batch's summary the callback carries.
+    room = MAX_PROPERTIES_BYTES - len(canonical_json.dumps({"pad": ""})) - 16
+    props = {"pad": "x" * room}
+    mq.send("done", "fits alone", properties=props)
+    with pytest.raises(mq.InvalidArgumentError, match="properties"):
+        with mq.batch(on_complete=mq.Callback("done", "cb", properties=props)) as b:
             b.send("kids", "a")
     assert (mq.peek("kids"), batch_rows()) == ([], 0)
 

@@ -7,15 +7,18 @@ died; no callback visible while a child of its batch is still live."""
 
 from __future__ import annotations
 
+import contextvars
 import random
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 
 import pytest
-from django.db import connection
+from django.db import connection, connections
 
 import django_mqlite as mq
+from django_mqlite.engine.batch import current as current_batch
 from tests.support.concurrency import retrying, run_threads
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
@@ -122,6 +125,43 @@ def test_every_batch_fires_once_and_never_early() -> None:
         assert (info.state, info.pending) == ("finished", 0)
         assert info.completed + info.failed == CHILDREN
     assert max(seen.values()) == 1  # no callback twice
+
+
+def test_a_send_from_another_thread_never_joins_an_open_batch() -> None:
+    mq.create_queue("kids")
+    errors: list[BaseException] = []
+
+    def attempt(send: Callable[[], object]) -> Callable[[], None]:
+        def run() -> None:
+            try:
+                send()
+            except BaseException as exc:  # asserted below
+                errors.append(exc)
+            finally:
+                connections.close_all()
+
+        return run
+
+    def via_context() -> object:
+        found = current_batch()  # how the Tasks backend finds the batch
+        assert found is not None
+        return found.send("kids", "inherited")
+
+    with mq.batch() as b:
+        b.send("kids", "mine")
+        # A thread handed the batch, and one running in a copy of the block's context
+        # (as sync_to_async(thread_sensitive=False) or copy_context().run carry it).
+        direct = threading.Thread(target=attempt(lambda: b.send("kids", "direct")))
+        inherited = threading.Thread(
+            target=contextvars.copy_context().run, args=(attempt(via_context),)
+        )
+        for t in (direct, inherited):
+            t.start()
+            t.join(60)
+    assert [type(e) for e in errors] == [mq.InvalidArgumentError] * 2, errors
+    assert all("thread" in str(e) for e in errors), errors
+    assert mq.get_batch(b.id).total == 1
+    assert [p.body for p in mq.peek("kids")] == [b"mine"]
 
 
 def _with_connection(fn: object) -> None:

@@ -78,3 +78,47 @@ def test_racing_producers_never_make_two_live_messages_with_one_key() -> None:
     assert len(stored) < PRODUCERS * SENDS
     totals = mq.stats("uniq").totals
     assert totals["enqueued"] == totals["completed"] == len(stored)
+
+
+ROUNDS = 40
+SHARED = [f"s{i}" for i in range(6)]
+
+
+@pytest.mark.parametrize("in_batch", [True, False], ids=["mq.batch", "send_batch"])
+def test_batches_with_shared_keys_in_opposite_orders_never_deadlock(in_batch: bool) -> None:
+    # Two producers send the same keys each round, one in ascending order and one in
+    # descending, started together: taking keys in the order given, each would hold a
+    # key the other waits for (PostgreSQL: "deadlock detected"). Each also sends a key
+    # of its own, so its batch always has a child.
+    mq.create_queue("uniq")
+    start = threading.Barrier(2, timeout=60)
+    got: dict[tuple[int, str], int] = {}
+    lock = threading.Lock()
+
+    def producer(i: int) -> None:
+        try:
+            send_rounds(i)
+        except BaseException:
+            start.abort()  # the other producer stops at its next round, not at a timeout
+            raise
+
+    def send_rounds(i: int) -> None:
+        for n in range(ROUNDS):
+            keys = [f"{n}:{k}" for k in (SHARED if i == 0 else SHARED[::-1])]
+            keys.insert(len(keys) // 2, f"{n}:own{i}")
+            messages = [mq.OutMessage(f"{i}:{k}", unique_key=k) for k in keys]
+            start.wait()
+            if in_batch:
+                with mq.batch() as b:
+                    seqs = b.send_batch("uniq", messages)
+            else:
+                seqs = mq.send_batch("uniq", messages)
+            with lock:
+                for k, seq in zip(keys, seqs, strict=True):
+                    assert got.setdefault((n, k), seq) == seq, (n, k)  # one holder a key
+
+    run_threads(2, producer)
+    assert len(got) == ROUNDS * (len(SHARED) + 2)
+    # As many live messages as keys, each key answered with one seq: none held twice.
+    assert mq.stats("uniq").counts["active"] == len(got)
+    assert len(set(got.values())) == len(got)
