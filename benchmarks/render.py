@@ -299,6 +299,47 @@ def _mib(rss: dict[str, Any]) -> str:
     return f"{rss['first']:.0f} → {rss['last']:.0f} MiB"
 
 
+# 2026-12-03: the code before the typed settings, the layout's last moves and the
+# tracing changes (8d662e2), and after them, without and with the [otel] extra (no SDK).
+AFTER_PAIRS = [  # (first run, second run) of each pair, in the order they ran
+    ("defaults-2026-12-03-after-1.json", "defaults-2026-12-03-otel-1.json"),
+    ("defaults-2026-12-03-otel-2.json", "defaults-2026-12-03-after-2.json"),
+    ("defaults-2026-12-03-after-3.json", "defaults-2026-12-03-otel-3.json"),
+]
+_MEASURES = {
+    "send_single": "send, one at a time",
+    "enqueue_txn": "Tasks enqueue, one transaction",
+    "enqueue_single": "Tasks enqueue, one at a time",
+    "defaults_drain": "Tasks drain, start-up included",
+    "defaults_drain_steady": "Tasks drain, steady state",
+}
+
+
+def before_after(before: Data) -> str:
+    """The defaults before and after (the first pair's run), and the [otel] extra's
+    runs against the plain ones in each of three pairs."""
+    pairs = [
+        (load(a), load(b)) if "after" in a else (load(b), load(a)) for a, b in AFTER_PAIRS
+    ]  # (without, with the extra)
+    lines = [
+        "| database | measure | before | after | after ÷ before "
+        "| [otel], no SDK ÷ without: pair 1 / 2 / 3 |",
+        "|---|---|---|---|---|---|",
+    ]
+    for db, label in (("sqlite", "SQLite"), ("postgres", "PostgreSQL")):
+        for key, name in _MEASURES.items():
+            k = f"mqlite.{key}"
+            was, now = _med(before, db, k), _med(pairs[0][0], db, k)
+            otel = []
+            for plain, extra in pairs:
+                otel.append(f"{_med(extra, db, k) / _med(plain, db, k):.2f}")
+            lines.append(
+                f"| {label} | {name} | {_n(was)}/s | {_n(now)}/s | {now / was:.2f} "
+                f"| {' / '.join(otel)} |"
+            )
+    return "\n".join(lines)
+
+
 BLOCKS: dict[str, tuple[str, Callable[[Data], str]]] = {
     "defaults-table": ("defaults.json", lambda d: defaults_table(d).strip()),
     "defaults-targets": ("defaults.json", defaults_targets),
@@ -313,6 +354,7 @@ BLOCKS: dict[str, tuple[str, Callable[[Data], str]]] = {
     "tuned-2026-12-01b-distances": ("results-2026-12-01b.json", floor_and_peer),
     "tuned-targets": ("results-2026-12-01c.json", tuned_targets),
     "tuned-2026-11-30": ("results-2026-11-30.json", tuned),
+    "before-after-2026-12-03": ("defaults-2026-12-03-before.json", before_after),
 }
 
 
