@@ -22,42 +22,34 @@ def break_connection(alias: str = "default") -> None:
     """Break this thread's connection to ``alias``; its next query fails."""
     conn = connections[alias]
     conn.ensure_connection()
-    raw = conn.connection
-    assert raw is not None
-    if conn.vendor != "postgresql" or os.environ.get("MQLITE_TEST_DB") == "pgbouncer":
+    break_wrapper(conn)
+
+
+def break_wrapper(wrapper: BaseDatabaseWrapper) -> None:
+    """Break a connection, this thread's or one another thread opened and is not using
+    (a termination of every session, a server restart); its next query fails."""
+    raw = wrapper.connection
+    if raw is None:
+        return
+    if wrapper.vendor != "postgresql" or os.environ.get("MQLITE_TEST_DB") == "pgbouncer":
         # No server to lose (SQLite), or none this connection owns (PgBouncer pools the
-        # server connections): the client's end is closed instead.
+        # server connections): the client's end is closed instead (SQLite's connections
+        # are opened with check_same_thread=False).
         raw.close()
         return
+    _terminate(wrapper, raw.info.backend_pid)
+
+
+def _terminate(wrapper: BaseDatabaseWrapper, pid: int) -> None:
+    """Terminate backend ``pid`` from another connection and wait until it is gone."""
     import psycopg
 
-    pid = raw.info.backend_pid
-    with psycopg.connect(**conn.get_connection_params(), autocommit=True) as other:
+    with psycopg.connect(**wrapper.get_connection_params(), autocommit=True) as other:
         other.execute("SELECT pg_terminate_backend(%s)", [pid])
         deadline = time.monotonic() + 10
         while other.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", [pid]).fetchone():
             if time.monotonic() > deadline:
                 raise AssertionError(f"backend {pid} still there 10 s after its termination")
-            time.sleep(0.01)
-
-
-def break_other_thread(wrapper: BaseDatabaseWrapper) -> None:
-    """Break a connection another thread opened while that thread is idle (a
-    termination of every session, a server restart); its next query fails."""
-    raw = wrapper.connection
-    if raw is None:
-        return
-    if wrapper.vendor != "postgresql" or os.environ.get("MQLITE_TEST_DB") == "pgbouncer":
-        raw.close()  # SQLite's connections are opened with check_same_thread=False
-        return
-    import psycopg
-
-    pid = raw.info.backend_pid
-    with psycopg.connect(**wrapper.get_connection_params(), autocommit=True) as other:
-        other.execute("SELECT pg_terminate_backend(%s)", [pid])
-        deadline = time.monotonic() + 10
-        while other.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", [pid]).fetchone():
-            assert time.monotonic() < deadline, f"backend {pid} still there 10 s on"
             time.sleep(0.01)
 
 

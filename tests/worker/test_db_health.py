@@ -17,7 +17,7 @@ import django_mqlite as mq
 from django_mqlite.consumers import Registry
 from django_mqlite.worker import Worker
 
-from ..faults.dbfaults import break_connection, break_other_thread
+from ..faults.dbfaults import break_connection, break_wrapper
 from ..procs import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -110,7 +110,7 @@ def test_idle_threads_check_their_connections_once_one_is_found_lost() -> None:
         assert len(handlers) == 4, f"every handler thread has its connection: {opened}"
         time.sleep(0.2)  # the threads are idle, their connections open
         for _name, wrapper in opened:  # every session of the worker ends
-            break_other_thread(wrapper)
+            break_wrapper(wrapper)
         mq.send_batch("idle-lost", [mq.OutMessage(i) for i in range(20, 40)])
         wait_for(lambda: len(deliveries) == 40, timeout=30, what="the second round")
     finally:
