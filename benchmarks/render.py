@@ -340,6 +340,38 @@ def before_after(before: Data) -> str:
     return "\n".join(lines)
 
 
+# The tuned scenarios at --quick sizes, before and after, in two pairs (before ran
+# first in the first pair, after in the second); lower is better for a latency in ms.
+QUICK_PAIRS = [
+    ("results-2026-12-03-quick-before-1.json", "results-2026-12-03-quick-after-1.json"),
+    ("results-2026-12-03-quick-before-2.json", "results-2026-12-03-quick-after-2.json"),
+]
+
+
+def quick_before_after(_: Data) -> str:
+    """Each django-mqlite row and raw floor of the quick tuned runs: after ÷ before in
+    each pair (the unchanged floors show what the machine did between the runs)."""
+    pairs = [(load(b), load(a)) for b, a in QUICK_PAIRS]
+    lines = [
+        "| database | result | unit | before (pair 1) | after ÷ before: pair 1 / pair 2 |",
+        "|---|---|---|---|---|",
+    ]
+    for db, label in (("sqlite", "SQLite"), ("postgres", "PostgreSQL")):
+        first = _flat(pairs[0][0], db)
+        for key, summary in first.items():
+            if not key.startswith(("mqlite.", "sqlite3.", "psycopg.")) or "median" not in summary:
+                continue
+            cells = []
+            for before, after in pairs:
+                was, now = _med(before, db, key), _med(after, db, key)
+                cells.append(f"{now / was:.2f}" if was else "-")
+            lines.append(
+                f"| {label} | `{key}` | {summary['unit']} | {summary['median']:,.1f} "
+                f"| {' / '.join(cells)} |"
+            )
+    return "\n".join(lines)
+
+
 BLOCKS: dict[str, tuple[str, Callable[[Data], str]]] = {
     "defaults-table": ("defaults.json", lambda d: defaults_table(d).strip()),
     "defaults-targets": ("defaults.json", defaults_targets),
@@ -355,6 +387,7 @@ BLOCKS: dict[str, tuple[str, Callable[[Data], str]]] = {
     "tuned-targets": ("results-2026-12-01c.json", tuned_targets),
     "tuned-2026-11-30": ("results-2026-11-30.json", tuned),
     "before-after-2026-12-03": ("defaults-2026-12-03-before.json", before_after),
+    "quick-before-after-2026-12-03": (QUICK_PAIRS[0][0], quick_before_after),
 }
 
 
