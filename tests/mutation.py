@@ -68,7 +68,7 @@ MODULES: dict[str, list[str]] = {
     "django_mqlite/engine/maintenance.py": [
         E + "test_reaper.py",
         "tests/worker/test_reaper_command.py",
-        "tests/test_engine_stale_workers.py",
+        "tests/engine/test_stale_workers.py",
     ],
     "django_mqlite/worker/settlement.py": [
         "tests/worker/test_inprocess.py",
