@@ -19,7 +19,7 @@ from django.db import connection, connections
 
 import django_mqlite as mq
 from django_mqlite.engine.batch import current as current_batch
-from tests.support.concurrency import retrying, run_threads
+from tests.support.concurrency import receive_until_idle, retrying, run_threads
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -57,15 +57,7 @@ def test_every_batch_fires_once_and_never_early() -> None:
 
     def settler(i: int) -> None:
         rng = random.Random(i)
-        idle = 0
-        while idle < 5:
-            got = retrying(lambda: mq.receive("kids", max_messages=rng.choice([1, 4, 16])))
-            assert isinstance(got, list)
-            if not got:
-                idle += 1
-                time.sleep(0.02)
-                continue
-            idle = 0
+        for got in receive_until_idle("kids", [1, 4, 16], rng, idle_rounds=5):
             keep = []
             for m in got:
                 r = rng.random()

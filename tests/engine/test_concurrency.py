@@ -12,7 +12,7 @@ from collections import defaultdict
 import pytest
 
 import django_mqlite as mq
-from tests.support.concurrency import Oracle, retrying, run_threads
+from tests.support.concurrency import Oracle, receive_until_idle, retrying, run_threads
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -27,15 +27,7 @@ def test_four_threads_drain_without_double_delivery_or_loss() -> None:
     rng = random.Random(7)
 
     def consumer(i: int) -> None:
-        idle = 0
-        while idle < 3:
-            got = retrying(lambda: mq.receive("conc", max_messages=rng.choice([1, 8, 32])))
-            assert isinstance(got, list)
-            if not got:
-                idle += 1
-                time.sleep(0.02)
-                continue
-            idle = 0
+        for got in receive_until_idle("conc", [1, 8, 32], rng, idle_rounds=3):
             for m in got:
                 oracle.claimed(m)
             for m in got:

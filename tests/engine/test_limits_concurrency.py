@@ -18,7 +18,7 @@ from django.db import connections
 
 import django_mqlite as mq
 from tests.procs import ROOT, Workers
-from tests.support.concurrency import retrying, run_threads
+from tests.support.concurrency import receive_until_idle, retrying, run_threads
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -80,15 +80,7 @@ def test_max_in_flight_holds_across_threads() -> None:
 
     def consumer(i: int) -> None:
         rng = random.Random(i)
-        idle = 0
-        while idle < 20:
-            got = retrying(lambda: mq.receive("fl", max_messages=rng.choice([1, 2, 4])))
-            assert isinstance(got, list)
-            if not got:
-                idle += 1
-                time.sleep(0.005)
-                continue
-            idle = 0
+        for got in receive_until_idle("fl", [1, 2, 4], rng, idle_rounds=20, pause_s=0.005):
             # Counted after the claim committed, uncounted before the completion starts:
             # never more than the database holds locked at that instant.
             with lock:

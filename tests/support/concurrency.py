@@ -6,9 +6,10 @@ re-raises what they raised; ``retrying`` retries a busy SQLite."""
 
 from __future__ import annotations
 
+import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from django.db import OperationalError, connections
@@ -83,3 +84,20 @@ def retrying(fn: Callable[[], object]) -> object:
         except OperationalError:
             time.sleep(0.01 * (attempt + 1))
     return fn()
+
+
+def receive_until_idle(
+    queue: str, sizes: list[int], rng: random.Random, idle_rounds: int, pause_s: float = 0.02
+) -> Iterator[list[mq.Received]]:
+    """Receive from ``queue`` (a random batch size of ``sizes`` each time) and yield each
+    non-empty batch, until ``idle_rounds`` receives in a row found nothing."""
+    idle = 0
+    while idle < idle_rounds:
+        got = retrying(lambda: mq.receive(queue, max_messages=rng.choice(sizes)))
+        assert isinstance(got, list)
+        if not got:
+            idle += 1
+            time.sleep(pause_s)
+            continue
+        idle = 0
+        yield got
