@@ -30,6 +30,16 @@ def _ram_gib() -> float | None:
     return None
 
 
+def _distribution(name: str) -> str | None:
+    """The installed version of a distribution, or None when it is not installed."""
+    from importlib import metadata
+
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
 def describe() -> dict[str, Any]:
     import django
 
@@ -42,4 +52,8 @@ def describe() -> dict[str, Any]:
         "django": django.get_version(),
         "sqlite": sqlite3.sqlite_version,
         "platform": platform.platform(),
+        # The [otel] extra changes the send and handler paths (docs/observability.md):
+        # a run says whether it had it, so runs with and without it are told apart.
+        "opentelemetry_api": _distribution("opentelemetry-api"),
+        "opentelemetry_sdk": _distribution("opentelemetry-sdk"),
     }

@@ -56,6 +56,14 @@ def test_bench_harness_runs_quick_scenarios(tmp_path: Path) -> None:
     sqlite = data["results"]["sqlite"]
     assert data["machine"]["cores"]
     assert len(data["machine"]["load_before"]) == 3
+    # Whether the run had the [otel] extra is recorded (None when not installed).
+    from importlib import metadata
+
+    try:
+        otel: str | None = metadata.version("opentelemetry-api")
+    except metadata.PackageNotFoundError:
+        otel = None
+    assert data["machine"]["opentelemetry_api"] == otel
     for key in (
         "mqlite.produce_single",
         "mqlite.produce_batch_256",
