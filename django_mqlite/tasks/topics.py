@@ -13,6 +13,11 @@ be a task argument and fails the publish with ``InvalidArgumentError``, nothing 
 A plain subscription (``mq.subscribe``) of a Tasks queue is refused with a pointer
 here; over HTTP, a topic with a task subscription is published only when its queue is
 listed in ``MQLITE["OPEN_TASK_QUEUES"]`` (the rule of a remote send to that queue).
+
+Every surface that subscribes a task (Python, HTTP, ``manage.py mqlite subscribe
+--task``, a declaration in ``MQLITE["TOPICS"]`` and its system check) goes through
+``task_of``: a dotted path from a request or a setting names a task only by the rule of
+a task message, so it never makes the process import code outside the installed apps.
 """
 
 from __future__ import annotations
@@ -55,7 +60,7 @@ def task_of(task: Any, queue: str | None = None) -> Task:
     - its backend is a django-mqlite backend that serves the task's queue;
     - its queue is ``queue`` when one is given.
 
-    Nothing is written."""
+    Nothing is written; the system check of ``MQLITE["TOPICS"]`` asks this too."""
     try:
         from .backend import MQLiteBackend
         from .compat import task_backends
@@ -127,6 +132,11 @@ class Delivery:
             found.enqueue(event(topic, msg))
         except (InvalidTaskError, TypeError, ValueError) as exc:
             raise InvalidArgumentError(f"task {task[:200]!r}: {exc}"[:500]) from None
+
+    def subscribe(
+        self, topic: str, task: str, filter: Any, *, queue: str, using: str
+    ) -> Subscription:
+        return subscribe_task(topic, task, filter, queue=queue, using=using)
 
 
 def install() -> None:
