@@ -181,13 +181,19 @@ __all__ = [
 
 
 def subscribe_task(
-    topic: str, task: Any, filter: Any = None, *, using: str | None = None
+    topic: str,
+    task: Any,
+    filter: Any = None,
+    *,
+    queue: str | None = None,
+    using: str | None = None,
 ) -> Subscription:
-    """Subscribe a Django task to ``topic``: each publish ``filter`` takes is enqueued as
-    ``task(event)`` by the Tasks backend (``django_mqlite.tasks.topics``)."""
+    """Subscribe a Django task (the Task, or its dotted path) to ``topic``: each publish
+    ``filter`` takes is enqueued as ``task(event)`` by the Tasks backend. ``queue``, when
+    given, must be the task's queue (``django_mqlite.tasks.topics``)."""
     from .tasks.topics import subscribe_task as subscribe
 
-    return subscribe(topic, task, filter, using=using)
+    return subscribe(topic, task, filter, queue=queue, using=using)
 
 
 def batch(

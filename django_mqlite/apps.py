@@ -44,7 +44,7 @@ def _sync_declared_topics(using: str, **kwargs: Any) -> None:
     """After ``migrate`` on a database (and its queues), create the topics
     ``MQLITE["TOPICS"]`` declares there, with their declared subscriptions."""
     from .conf import mqlite_settings
-    from .engine.topics import sync_declared
+    from .engine.declared_topics import sync_declared
 
     if not mqlite_settings.TOPICS:
         return

@@ -1,8 +1,9 @@
 """System checks, by what they check: the queue databases (refuse databases we do not
 support, warn about SQLite settings that make a queue slow or fragile), the ``MQLITE``
-setting and its periodic schedules, and what ``runworker`` will serve (a Tasks backend
-this Django can run, at most one consumer per queue). Ids are stable:
-``django_mqlite.E00x`` / ``W00x``, ``E020`` and ``E021``."""
+setting, its periodic schedules and declared topics, and what ``runworker`` will serve
+(a Tasks backend this Django can run, at most one consumer per queue). Ids are stable:
+``django_mqlite.E00x`` / ``W00x``, ``E011`` (declared task subscriptions), ``E020`` and
+``E021``."""
 
 from __future__ import annotations
 
@@ -230,6 +231,62 @@ def check_middleware(app_configs: Any = None, **kwargs: Any) -> list[CheckMessag
             )
         ]
     return []
+
+
+@register(TAG)
+def check_declared_topics(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """``MQLITE["TOPICS"]`` reads (E009), and each declared subscription of a Tasks queue
+    is one ``migrate`` can make (E011): a task subscription, whose task passes the
+    checks of ``mq.subscribe_task``. Nothing is written; only installed apps' modules
+    are imported (the rule of a task path)."""
+    from .engine.declared_topics import read
+    from .exceptions import InvalidArgumentError
+
+    user = getattr(settings, "MQLITE", None) or {}
+    if not isinstance(user, dict):
+        return []  # E005
+    try:
+        declared = read(user.get("TOPICS", DEFAULTS["TOPICS"]))
+    except InvalidArgumentError as exc:
+        return [
+            Error(
+                str(exc),
+                hint='Declare {"topic": {"subscriptions": {"queue": filter or None}}}, or '
+                'for a task {"queue": {"task": "app.tasks.on_event", "filter": ...}}; '
+                "see docs/topics.md, 'Declaring topics'.",
+                id="django_mqlite.E009",
+            )
+        ]
+    out: list[CheckMessage] = []
+    for topic in declared:
+        for sub in topic.subscriptions:
+            problem = _declared_task_problem(sub.queue, sub.task)
+            if problem is not None:
+                out.append(
+                    Error(
+                        f'MQLITE["TOPICS"][{topic.name!r}] subscribes queue {sub.queue!r}: '
+                        f"{problem}",
+                        hint='A Tasks queue subscribes a task: declare {queue: {"task": '
+                        '"app.tasks.on_event", "filter": ...}} with the dotted path of a '
+                        "@task of an installed app whose queue_name is that queue and whose "
+                        "backend is django-mqlite's; see docs/topics.md, 'Declaring topics'.",
+                        id="django_mqlite.E011",
+                    )
+                )
+    return out
+
+
+def _declared_task_problem(queue: str, task: str | None) -> str | None:
+    from .exceptions import InvalidArgumentError
+    from .tasks.topics import Delivery, task_of
+
+    if task is None:
+        return Delivery().refusal(queue)
+    try:
+        task_of(task, queue)
+    except InvalidArgumentError as exc:
+        return str(exc)
+    return None
 
 
 # What runworker will serve (ids E020, E021).

@@ -367,6 +367,11 @@ class SubscriptionSerializer(serializers.Serializer):
     queue = serializers.CharField()
     filter = AnyJSONField(help_text="the filter as given; null takes every message")
     created_at = serializers.DateTimeField()
+    task = serializers.CharField(
+        allow_null=True,
+        help_text="a task subscription: the dotted path of the Django task each publish "
+        "the filter takes is enqueued as (its one argument the event); null: copies",
+    )
 
 
 class TopicSerializer(serializers.Serializer):
@@ -385,6 +390,13 @@ class TopicCreateSerializer(StrictSerializer):
 
 class SubscribeSerializer(StrictSerializer):
     filter = AnyJSONField(required=False, help_text="docs/topics.md#filters; null: every message")
+    task = text(
+        200,
+        required=False,
+        allow_null=True,
+        help_text="subscribe a Django task of this queue instead of taking copies: its "
+        "dotted path (docs/topics.md#tasks-subscribe-too)",
+    )
 
 
 class PublishedSerializer(serializers.Serializer):

@@ -41,7 +41,7 @@ def topics(out: OutputWrapper, o: dict[str, Any]) -> None:
         out.write(f"{t.name}  ({len(t.subscriptions)} subscriptions)")
         for s in t.subscriptions:
             shown = "every message" if s.filter is None else json.dumps(s.filter)
-            out.write(f"  -> {s.queue}: {shown}")
+            out.write(f"  -> {s.queue}: {shown}" + (f", as task {s.task}" if s.task else ""))
 
 
 def create_topic(out: OutputWrapper, o: dict[str, Any]) -> None:
@@ -61,7 +61,12 @@ def delete_topic(out: OutputWrapper, o: dict[str, Any]) -> None:
 
 
 def subscribe(out: OutputWrapper, o: dict[str, Any]) -> None:
-    s = mq.subscribe(o["topic"], o["queue"], o["filter"], using=o["database"])
+    if o["task"] is None:
+        s = mq.subscribe(o["topic"], o["queue"], o["filter"], using=o["database"])
+    else:
+        s = mq.subscribe_task(
+            o["topic"], o["task"], o["filter"], queue=o["queue"], using=o["database"]
+        )
     if o["json"]:
         _dump(out, asdict(s))
     else:
@@ -98,10 +103,15 @@ def add_parsers(add: Any) -> None:
     add("topics", "list the topics with their subscriptions", module)
     for verb, text in (("create-topic", "create a topic"), ("delete-topic", "delete a topic")):
         add(verb, text, module).add_argument("name")
-    p = add("subscribe", "subscribe a queue to a topic (or replace its filter)", module)
+    p = add("subscribe", "subscribe a queue to a topic (or replace its subscription)", module)
     p.add_argument("topic")
     p.add_argument("queue")
     p.add_argument("--filter", type=json_arg, default=None, help="the filter, as JSON")
+    p.add_argument(
+        "--task",
+        metavar="DOTTED.PATH",
+        help="subscribe this Django task of QUEUE instead: each publish is a call task(event)",
+    )
     p = add("unsubscribe", "remove a queue's subscription to a topic", module)
     p.add_argument("topic")
     p.add_argument("queue")

@@ -69,6 +69,12 @@ class TaskDelivery(Protocol):
         """Enqueue the published ``msg`` as a call of ``task``, in the caller's
         transaction (InvalidArgumentError when it cannot be one)."""
 
+    def subscribe(
+        self, topic: str, task: str, filter: Any, *, queue: str, using: str
+    ) -> Subscription:
+        """Subscribe ``task`` (a dotted path) to ``topic`` on ``queue`` as
+        ``mq.subscribe_task`` does (a declared task subscription)."""
+
 
 #: Installed by the Tasks integration when the app is ready (``tasks/plugin.py``).
 task_delivery: TaskDelivery | None = None
@@ -513,32 +519,3 @@ def _insert_copies(
         sql = insert  # the counter trigger adds to each queue's total (counts_enqueued)
     cursor.execute(sql, params)
     return [(int(r[0]), int(r[1])) for r in cursor.fetchall()]
-
-
-def sync_declared(declared: Mapping[str, Any], *, using: str | None = None) -> int:
-    """Create the topics ``MQLITE["TOPICS"]`` declares on database ``using`` and their
-    declared subscriptions (``{"subscriptions": {queue: filter or None}}``), replacing
-    the filters of those that exist; returns how many topics. Subscriptions made at run
-    time are kept."""
-    if not isinstance(declared, Mapping):
-        raise InvalidArgumentError('MQLITE["TOPICS"] must be a dict of {name: {options}}')
-    alias = using or current().database
-    done = 0
-    for name, options in declared.items():
-        opts = dict(options or {})
-        if (opts.pop("database", None) or current().database) != alias:
-            continue
-        subs = opts.pop("subscriptions", None) or {}
-        if opts or not isinstance(subs, Mapping):
-            raise InvalidArgumentError(
-                f'MQLITE["TOPICS"][{name!r}]: the options are "database" and '
-                '"subscriptions" ({queue: filter or None})'
-            )
-        try:
-            create_topic(name, using=alias)
-        except TopicExistsError:
-            pass
-        for queue, flt in subs.items():
-            subscribe(name, queue, flt, using=alias)
-        done += 1
-    return done

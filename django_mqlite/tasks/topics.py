@@ -13,39 +13,83 @@ be a task argument and fails the publish with ``InvalidArgumentError``, nothing 
 A plain subscription (``mq.subscribe``) of a Tasks queue is refused with a pointer
 here; over HTTP, a topic with a task subscription is published only when its queue is
 listed in ``MQLITE["OPEN_TASK_QUEUES"]`` (the rule of a remote send to that queue).
+
+Every surface that subscribes a task (Python, HTTP, ``manage.py mqlite subscribe
+--task``, a declaration in ``MQLITE["TOPICS"]`` and its system check) goes through
+``task_of``: a dotted path from a request or a setting names a task only by the rule of
+a task message, so it never makes the process import code outside the installed apps.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..engine import topics
 from ..engine.rendering import body_view
 from ..engine.types import OutMessage, Subscription
 from ..exceptions import InvalidArgumentError
 
+if TYPE_CHECKING:
+    from .compat import Task
+
 
 def subscribe_task(
-    topic: str, task: Any, filter: Any = None, *, using: str | None = None
+    topic: str,
+    task: Any,
+    filter: Any = None,
+    *,
+    queue: str | None = None,
+    using: str | None = None,
 ) -> Subscription:
     """Subscribe ``task`` (a Task, or its dotted path) to ``topic``: each publish that
     ``filter`` takes enqueues ``task(event)`` on the task's queue. Replaces the queue's
-    subscription to the topic if it has one (one task per queue and topic)."""
-    from .backend import MQLiteBackend
-    from .compat import task_backends
-    from .envelope import resolve
+    subscription to the topic if it has one (one task per queue and topic). ``queue``,
+    when given (a surface that names the subscribed queue), must be the task's queue."""
+    found = task_of(task, queue)
+    return topics.subscribe(topic, found.queue_name, filter, using=using, task=found.module_path)
+
+
+def task_of(task: Any, queue: str | None = None) -> Task:
+    """The Task a subscription of ``task`` (a Task, or its dotted path) runs, or
+    InvalidArgumentError. The rule every surface shares:
+
+    - the path resolves by the rule of a task message (``envelope.resolve``): only
+      modules of installed apps, or modules already imported, are imported, and what
+      the path names must be a Django ``Task`` (decorated with ``@task``), so a path
+      from a request or a setting never makes the process import other code;
+    - its backend is a django-mqlite backend that serves the task's queue;
+    - its queue is ``queue`` when one is given.
+
+    Nothing is written; the system check of ``MQLITE["TOPICS"]`` asks this too."""
+    try:
+        from .backend import MQLiteBackend
+        from .compat import task_backends
+        from .envelope import resolve
+    except ImportError:  # neither django.tasks nor the django-tasks backport
+        raise InvalidArgumentError(
+            "a task subscription needs Django's Tasks framework (django.tasks, or the "
+            "django-tasks backport)"
+        ) from None
 
     path = task if isinstance(task, str) else getattr(task, "module_path", None)
     found = resolve(path) if isinstance(path, str) else None
     if found is None:
-        raise InvalidArgumentError(f"{str(path)[:200]!r} is not a task of this project")
+        raise InvalidArgumentError(
+            f"{str(path)[:200]!r} is not a task of this project (a Django task of an "
+            "installed app, by its dotted path)"
+        )
     backend = task_backends[found.backend] if found.backend in task_backends.settings else None
     if not isinstance(backend, MQLiteBackend) or found.queue_name not in backend.queues:
         raise InvalidArgumentError(
             f"task {path!r} runs on Tasks backend {found.backend!r}, which is no "
             f"django-mqlite backend serving queue {found.queue_name!r}"
         )
-    return topics.subscribe(topic, found.queue_name, filter, using=using, task=found.module_path)
+    if queue is not None and found.queue_name != queue:
+        raise InvalidArgumentError(
+            f"task {path!r} runs on queue {found.queue_name!r}, not {queue!r}: a task "
+            "subscription is a subscription of the task's own queue"
+        )
+    return found
 
 
 def event(topic: str, msg: OutMessage) -> dict[str, Any]:
@@ -88,6 +132,11 @@ class Delivery:
             found.enqueue(event(topic, msg))
         except (InvalidTaskError, TypeError, ValueError) as exc:
             raise InvalidArgumentError(f"task {task[:200]!r}: {exc}"[:500]) from None
+
+    def subscribe(
+        self, topic: str, task: str, filter: Any, *, queue: str, using: str
+    ) -> Subscription:
+        return subscribe_task(topic, task, filter, queue=queue, using=using)
 
 
 def install() -> None:

@@ -204,7 +204,7 @@ def test_declared_topics_are_created_by_migrate(settings: Any) -> None:
 
 
 def test_a_bad_declaration_is_refused(settings: Any) -> None:
-    from django_mqlite.engine.topics import sync_declared
+    from django_mqlite.engine.declared_topics import sync_declared
 
     with pytest.raises(mq.InvalidArgumentError):
         sync_declared({"orders": {"subscribers": {}}})

@@ -10,6 +10,7 @@ import pytest
 from django.db import connection, transaction
 
 import django_mqlite as mq
+from tests.support.task_subscriptions import tasks_on_another_backend
 from tests.workerproject.recorder import tasks
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -58,6 +59,11 @@ def test_bad_task_subscriptions(topic: str) -> None:
         mq.subscribe_task(topic, tasks.on_event, {"subject": 1})
     with pytest.raises(mq.TopicNotFoundError):
         mq.subscribe_task("nope", tasks.on_event)
+    with pytest.raises(mq.InvalidArgumentError, match="runs on queue 'tasks', not 'audit'"):
+        mq.subscribe_task(topic, tasks.on_event, queue="audit")
+    with tasks_on_another_backend(), pytest.raises(mq.InvalidArgumentError, match="backend"):
+        mq.subscribe_task(topic, tasks.on_event)
+    assert [s.queue for s in mq.get_topic(topic).subscriptions] == ["audit"]
 
 
 def test_a_binary_body_fails_the_whole_publish(topic: str) -> None:

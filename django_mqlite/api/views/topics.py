@@ -7,6 +7,12 @@ Permissions, per queue as everywhere in this API (``permissions.QueuePermission`
 - creating and deleting a topic is ``manage`` across queues (a topic spans queues);
 - subscribing and unsubscribing a queue is ``manage`` on that queue (its owner decides
   what arrives in it);
+- subscribing a task (``{"task": "app.tasks.on_event"}``) is ``manage`` on the task's
+  queue, and that queue must take remote sends (``MQLITE["OPEN_TASK_QUEUES"]``): a task
+  subscription makes every publish a call of the task, which over HTTP is what a remote
+  send to the queue does. The check comes before the path is looked at, and the path
+  resolves by the rule of a task message (``mq.subscribe_task``): only a Django task of
+  an installed app, of this queue and a django-mqlite backend; nothing else imported;
 - publishing is ``send`` on **every** queue subscribed to the topic: a publish writes a
   message into each of them, so it asks what a send to each would ask, and a queue that
   takes no remote sends (a Tasks queue not in ``OPEN_TASK_QUEUES``) makes the topic
@@ -107,11 +113,20 @@ class SubscriptionView(TopicsMixin):
         request=s.SubscribeSerializer,
         responses={200: s.SubscriptionSerializer, **errors(*BODY_ERRORS)},
         description="Subscribe the queue to the topic with `filter` (absent or null: every "
-        "message), or replace its filter. A malformed filter is a 400 `invalid_argument`.",
+        "message), or replace its subscription. With `task`, a Django task of this queue "
+        "subscribes instead (the queue must be in `OPEN_TASK_QUEUES`, else 403). A "
+        "malformed filter, or a `task` that is not a task of this queue, is a 400 "
+        "`invalid_argument`.",
     )
     def put(self, request: Request, topic: str, name: str) -> Response:
         options = self.body(s.SubscribeSerializer)
-        sub = mq.subscribe(topic, name, options.get("filter"))
+        task = options.get("task")
+        if task is None:
+            sub = mq.subscribe(topic, name, options.get("filter"))
+        else:
+            if not accepts_remote_sends(name):
+                raise PermissionDenied(task_queue_refusal(name))
+            sub = mq.subscribe_task(topic, task, options.get("filter"), queue=name)
         return Response(s.SubscriptionSerializer(dataclasses.asdict(sub)).data)
 
     @extend_schema(
