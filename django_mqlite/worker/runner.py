@@ -10,15 +10,10 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 import random
-import signal
-import sys
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
-from types import FrameType
 from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
@@ -40,6 +35,7 @@ from .memory import rss_mb
 from .pool import Pool
 from .prefetch import GROUP_COMMIT_S, Prefetch
 from .retry import backoff_delay
+from .stopping import drain_then_exit, stop_on_signals
 
 logger = logging.getLogger("django_mqlite.worker")
 
@@ -99,7 +95,7 @@ class Worker:
         self.stop_reason: str | None = None
         self._drain_deadline: float | None = None
         self._wake_key = f"#worker-{id(self)}"
-        self._signals = 0
+        self._on_signal = drain_then_exit(self.stop)
         self._threads: list[Any] = []
         self._rotation = 0
         self.listening = False
@@ -116,14 +112,12 @@ class Worker:
     # -- public -------------------------------------------------------------------------
 
     def run(self) -> int:
-        previous = self._install_signals()
-        try:
-            self._start()
-            self._loop()
-        finally:
-            self._finish()
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+        with stop_on_signals(self._on_signal, install=self.install_signals):
+            try:
+                self._start()
+                self._loop()
+            finally:
+                self._finish()
         return 0
 
     def stop(self, reason: str = "stop requested") -> None:
@@ -262,24 +256,6 @@ class Worker:
         except DatabaseError as exc:
             logger.warning("while stopping: database error (%s: %s)", type(exc).__name__, exc)
             self._close_connection()
-
-    def _install_signals(self) -> dict[int, Any]:
-        if not self.install_signals or threading.current_thread() is not threading.main_thread():
-            return {}
-        previous: dict[int, Any] = {}
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            previous[sig] = signal.signal(sig, self._on_signal)
-        return previous
-
-    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
-        self._signals += 1
-        if self._signals > 1:
-            # A second signal: leave now, without waiting for anything. Held leases come
-            # back through the reaper's stale-worker pass (or lease expiry).
-            sys.stderr.write("second signal: exiting at once\n")
-            sys.stderr.flush()
-            os._exit(1)
-        self.stop(f"signal {signal.Signals(signum).name}")
 
     # -- the loop -----------------------------------------------------------------------
 
