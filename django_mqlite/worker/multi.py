@@ -17,10 +17,10 @@ from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 
-from .. import consumers as consumers_mod
 from ..conf import current
-from ..consumers import Registry
 from ..engine import databases
+from . import registry as registry_mod
+from .registry import Registry
 from .runner import Worker
 from .stopping import drain_then_exit, stop_on_signals
 
@@ -64,7 +64,7 @@ def build(
 ) -> Worker | MultiWorker:
     """The worker for ``queues`` (every queue with a consumer when empty), wherever
     they live. ``options`` are ``Worker``'s."""
-    registry = registry if registry is not None else consumers_mod.registry
+    registry = registry if registry is not None else registry_mod.registry
     groups = by_database(queues, using, registry)
     if len(groups) == 1:
         [(alias, names)] = groups.items()
@@ -108,7 +108,7 @@ class MultiWorker:
         with stop_on_signals(self._on_signal, install=self.install_signals):
             services = []
             if self.periodic:  # the periodic ticker (tasks.plugin), once for every database
-                services = [t for s in consumers_mod.services() if (t := s(None)) is not None]
+                services = [t for s in registry_mod.services() if (t := s(None)) is not None]
                 for t in services:
                     t.start()
             threads = [

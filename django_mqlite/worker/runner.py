@@ -20,9 +20,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import Error as DatabaseError
 from django.db import InterfaceError, OperationalError, connections
 
-from .. import consumers as consumers_mod
 from ..conf import current
-from ..consumers import Consumer, Registry
 from ..engine import arguments, databases, listen, settle, wakeup
 from ..engine.claim import receive
 from ..engine.clock import now_ms, to_ms
@@ -30,10 +28,12 @@ from ..engine.dialects import dialect_for
 from ..engine.queues import create_queue, get_queue, sync_declared
 from ..exceptions import LockLostError, QueueNotFoundError
 from . import background, clockskew, db_health, prefetch, settlement, tracing
+from . import registry as registry_mod
 from .delivery import Delivery, log_fields
 from .memory import rss_mb
 from .pool import Pool
 from .prefetch import GROUP_COMMIT_S, Prefetch
+from .registry import Consumer, Registry
 from .retry import backoff_delay
 from .stopping import drain_then_exit, stop_on_signals
 
@@ -72,7 +72,7 @@ class Worker:
         using: str | None = None,
     ) -> None:
         self.using = databases.alias_of(using)
-        self.registry = registry if registry is not None else consumers_mod.registry
+        self.registry = registry if registry is not None else registry_mod.registry
         self.consumers: dict[str, Consumer] = self.registry.select(list(queues or []))
         if not self.consumers:
             raise ImproperlyConfigured("no consumers are registered")
@@ -163,7 +163,7 @@ class Worker:
         if self.reaper:
             self._threads.append(background.reaper_loop(current().reap_interval_s, self.using))
         if self.periodic:
-            for service in consumers_mod.services():  # the periodic ticker (tasks.plugin)
+            for service in registry_mod.services():  # the periodic ticker (tasks.plugin)
                 thread = service(self.using)
                 if thread is not None:
                     self._threads.append(thread)
@@ -187,7 +187,7 @@ class Worker:
     def _register(self) -> None:
         """Declared queues, the served queues' existence, and this worker's registry row."""
         if current().queues:
-            sync_declared(consumers_mod.declared_queues(), using=self.using)
+            sync_declared(registry_mod.declared_queues(), using=self.using)
         leases = []
         for name, consumer in self.consumers.items():
             try:
