@@ -90,3 +90,13 @@ def test_the_worker_does_not_import_the_tasks_integration() -> None:
     for path in paths:
         for name in imports(path):
             assert not name.startswith("django_mqlite.tasks"), (path, name)
+
+
+def test_every_package_says_what_it_may_import() -> None:
+    """Each package's docstring says what it is and what it may import, so the layers
+    can be read from the code (the tests above enforce the lines that matter most)."""
+    for init in PKG.rglob("__init__.py"):
+        if "migrations" in init.parts:
+            continue
+        doc = ast.get_docstring(ast.parse(init.read_text())) or ""
+        assert "may import" in doc.lower(), init
