@@ -100,3 +100,13 @@ def test_every_package_says_what_it_may_import() -> None:
             continue
         doc = ast.get_docstring(ast.parse(init.read_text())) or ""
         assert "may import" in doc.lower(), init
+
+
+def test_the_top_level_holds_the_app_roles_and_the_documented_paths() -> None:
+    """A Django app's standard roles and the documented import paths, nothing else: a
+    new module goes in the package of its layer (docs/how-it-works.md, "Where things
+    are")."""
+    roles = {"apps", "models", "checks", "conf", "exceptions", "signals"}
+    documented_paths = {"consumers", "permissions", "admission", "backends"}
+    found = {p.stem for p in PKG.glob("*.py")} - {"__init__"}
+    assert found == roles | documented_paths
