@@ -4,10 +4,12 @@
 never imports models, so it is safe in settings, ``AppConfig`` and task modules.
 
 The top-level modules are the app's standard roles: ``apps``, ``models``, ``checks``,
-``conf``, ``exceptions``, and the documented import paths ``consumers`` (the consumer
-registry), ``permissions``, ``admission`` and ``backends`` (the ``TASKS`` path).
-This module may import ``engine`` (the verbs), ``consumers``, ``admission`` and
-``exceptions``; never ``models``, ``api``, ``sqs``, ``admin``, ``cli`` or ``worker``.
+``conf``, ``exceptions``, ``signals``, and the documented import paths ``consumers``
+(the consumer registry, which lives in ``worker/registry.py``), ``permissions``,
+``admission`` and ``backends`` (the ``TASKS`` path).
+This module may import ``engine`` (the verbs), ``worker.registry`` (``mq.consumer``),
+``admission`` and ``exceptions``; never ``models``, ``api``, ``sqs``, ``admin``, ``cli``
+or the rest of ``worker`` (its ``__init__`` loads the runtime on first use).
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ from __future__ import annotations
 from typing import Any
 
 from . import admission
-from .consumers import consumer
 from .engine import clock
 from .engine.aio import apeek, areceive, asend, asend_batch, astats
 from .engine.batch import Batch, batch_results, get_batch
@@ -89,6 +90,7 @@ from .exceptions import (
     TopicNotFoundError,
     UniqueKeyLockedError,
 )
+from .worker.registry import consumer
 
 __all__ = [
     "Batch",

@@ -16,8 +16,8 @@ from django.core.checks import CheckMessage, Error, Tags, Warning, register
 from django.db import connections
 
 from .conf import DEFAULTS, build, mqlite_settings
-from .consumers import ConsumerConflictError
 from .tasks.support import INSTALL_HINT, framework_problem, mqlite_task_aliases
+from .worker.registry import ConsumerConflictError
 
 SUPPORTED_ENGINES = {
     "django.db.backends.sqlite3": "sqlite",

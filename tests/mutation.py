@@ -125,7 +125,7 @@ ACCEPTED: dict[str, str] = {
     **{
         _S1 + f"x_try_send__mutmut_{i}": "the prepared statement's name prefix: the digest "
         "of its text keeps every name unique"
-        for i in (63, 64)
+        for i in (60, 61)
     },
     _S1 + "x__pending__mutmut_11": _FALSY + " (the default of a getattr)",
     _S1 + "xǁCountedǁ__init____mutmut_2": _FALSY,

@@ -77,11 +77,11 @@ def test_workers_once_sample_handles_every_message_once(
 ) -> None:
     """The sample keys on a business id: three orders are charged, a redelivery is not."""
     import django_mqlite as mq
-    from django_mqlite import consumers
     from django_mqlite.worker import Worker
+    from django_mqlite.worker import registry as registry_mod
 
-    registry = consumers.Registry()
-    monkeypatch.setattr(consumers, "registry", registry)
+    registry = registry_mod.Registry()
+    monkeypatch.setattr(registry_mod, "registry", registry)
     [sample] = [b for b in blocks("workers.md") if "mq.once(" in b and "def charge" in b]
     namespace: dict[str, object] = {}
     exec(compile(sample, "workers.md", "exec"), namespace)

@@ -90,3 +90,23 @@ def test_the_worker_does_not_import_the_tasks_integration() -> None:
     for path in paths:
         for name in imports(path):
             assert not name.startswith("django_mqlite.tasks"), (path, name)
+
+
+def test_every_package_says_what_it_may_import() -> None:
+    """Each package's docstring says what it is and what it may import, so the layers
+    can be read from the code (the tests above enforce the lines that matter most)."""
+    for init in PKG.rglob("__init__.py"):
+        if "migrations" in init.parts:
+            continue
+        doc = ast.get_docstring(ast.parse(init.read_text())) or ""
+        assert "may import" in doc.lower(), init
+
+
+def test_the_top_level_holds_the_app_roles_and_the_documented_paths() -> None:
+    """A Django app's standard roles and the documented import paths, nothing else: a
+    new module goes in the package of its layer (docs/how-it-works.md, "Where things
+    are")."""
+    roles = {"apps", "models", "checks", "conf", "exceptions", "signals"}
+    documented_paths = {"consumers", "permissions", "admission", "backends"}
+    found = {p.stem for p in PKG.glob("*.py")} - {"__init__"}
+    assert found == roles | documented_paths

@@ -14,6 +14,7 @@ runs on, and its cursor), ``arguments`` (argument checks and limits), ``rows`` (
 message rows by name), ``lines`` (ordered lines), ``totals`` (lifetime counters),
 ``heartbeat`` (a worker's proof of life), ``canonical_json`` and ``batches`` (IN lists).
 
-May import: the standard library, ``django.db``, ``django.conf`` and ``conf`` (settings),
-``django.core.signals`` and ``exceptions``; never ``models``, ``admin``, ``api``, ``sqs``,
-``worker``, ``tasks`` or DRF (``tests/test_layers.py``)."""
+May import: the standard library, ``asgiref`` (the async twins), ``django.db``,
+``django.conf`` and ``conf`` (settings), ``django.core.signals``, ``django.dispatch`` (the
+lifecycle signals, ``events``) and ``exceptions``; never ``models``, ``admin``, ``api``,
+``sqs``, ``worker``, ``tasks`` or DRF (``tests/test_layers.py``)."""

@@ -113,40 +113,20 @@ def where_of(dialect: Dialect, subs: list[tuple[int, Any]]) -> tuple[str | None,
     return ("(" + " OR ".join(terms) + ")" if terms else None), params
 
 
-COLUMNS = (
-    "queue_id, state, priority, visible_at, expires_at, enqueued_at, body, subject, "
-    "properties, correlation_id, reply_to, content_type, message_id, group_id, order_key, "
-    "blocked, delivery_count"
-)
-# The copy of a message for queue ``q``, its values cast so that a prepared statement
-# knows their types (the order of ``values`` below).
+# The copy of a message for queue ``q``, in the order of ``send_one.COLUMNS``: the
+# values of ``send_one.values``, cast so that a prepared statement knows their types,
+# then the message's subject and properties from ``m``.
 _SELECT = (
     "SELECT q.id, CAST(%s AS varchar), CAST(%s AS smallint), CAST(%s AS bigint), "
     "COALESCE(CAST(%s AS bigint), CAST(%s AS bigint) + q.default_ttl_ms), CAST(%s AS bigint), "
-    "CAST(%s AS {blob}), m.subject, m.properties, CAST(%s AS varchar), CAST(%s AS varchar), "
-    "CAST(%s AS varchar), NULL, NULL, NULL, 0, 0"
+    "CAST(%s AS {blob}), CAST(%s AS varchar), CAST(%s AS varchar), CAST(%s AS varchar), "
+    "m.subject, m.properties, NULL, NULL, NULL, 0, 0"
 )
 _COUNT_SET = (
     "ON CONFLICT (topic_id, queue_id, shard) DO UPDATE SET "
     "published = mqlite_topic_totals.published + excluded.published, "
     "delivered = mqlite_topic_totals.delivered + excluded.delivered"
 )
-
-
-def values(row: Row, now: int) -> list[Any]:
-    """The parameters of ``_SELECT`` for ``row``."""
-    return [
-        "scheduled" if row.visible_at > now else "active",
-        row.priority,
-        row.visible_at,
-        row.expires_at,
-        row.visible_at,
-        now,
-        row.body,
-        row.correlation_id,
-        row.reply_to,
-        row.content_type,
-    ]
 
 
 def select_sql(dialect: Dialect) -> str:
@@ -166,7 +146,7 @@ def _postgres_sql(dialect: Dialect, where: str) -> str:
     return (
         "WITH t AS (SELECT id FROM mqlite_topic WHERE id = %s AND version = %s FOR KEY SHARE), "
         f"m AS ({message_sql(dialect)}), "
-        f"ins AS (INSERT INTO mqlite_message ({COLUMNS}) {select} "
+        f"ins AS (INSERT INTO mqlite_message ({send_one.COLUMNS}) {select} "
         "FROM t JOIN mqlite_subscription s ON s.topic_id = t.id "
         f"JOIN mqlite_queue q ON q.id = s.queue_id CROSS JOIN m WHERE {where} "
         "RETURNING queue_id, seq), "
@@ -184,7 +164,7 @@ def _postgres_sql(dialect: Dialect, where: str) -> str:
 def _sqlite_sql(dialect: Dialect, where: str) -> str:
     select = select_sql(dialect)
     return (
-        f"INSERT INTO mqlite_message ({COLUMNS}) {select} "
+        f"INSERT INTO mqlite_message ({send_one.COLUMNS}) {select} "
         "FROM mqlite_topic t JOIN mqlite_subscription s ON s.topic_id = t.id "
         f"JOIN mqlite_queue q ON q.id = s.queue_id CROSS JOIN ({message_sql(dialect)}) AS m "
         f"WHERE t.id = %s AND t.version = %s AND {where} RETURNING queue_id, seq"
@@ -215,14 +195,16 @@ def run(
     message = [row.subject, row.properties]
     if dialect.writable_cte:
         sql = _postgres_sql(dialect, plan.where)
-        params = [plan.topic_id, plan.version, *message, *values(row, now), *plan.params]
+        params = [plan.topic_id, plan.version, *message, *send_one.values(row, now), *plan.params]
         prepared.execute(cursor, alias, "publish", sql, [*params, plan.topic_id])
         got = cursor.fetchall()
         if not got or got[0][0] != 0:  # no marker row: the guard did not hold
             return None
         return [(plan.names[r[0]], int(r[1])) for r in got[1:]]
     sql = _sqlite_sql(dialect, plan.where)
-    cursor.execute(sql, [*values(row, now), *message, plan.topic_id, plan.version, *plan.params])
+    cursor.execute(
+        sql, [*send_one.values(row, now), *message, plan.topic_id, plan.version, *plan.params]
+    )
     copies = [(int(r[0]), int(r[1])) for r in cursor.fetchall()]
     cursor.execute(
         count_sql(dialect, len(copies), guarded=True),

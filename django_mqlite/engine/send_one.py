@@ -117,9 +117,12 @@ _QUEUE = (
     "SELECT id, default_ttl_ms FROM mqlite_queue WHERE name = %s AND ordering = 'standard' "
     "AND (dedup_window_ms = 0 OR content_dedup = %s)"
 )
-_COLUMNS = (
-    "queue_id, state, priority, visible_at, expires_at, enqueued_at, body, subject, "
-    "properties, correlation_id, reply_to, content_type, message_id, group_id, order_key, "
+#: The columns a one-statement send or a publish writes: first those ``values`` gives
+#: (after ``queue_id``), then ``subject`` and ``properties`` (bound by a send, read from
+#: the published message by a publish), then the ones they leave at their defaults.
+COLUMNS = (
+    "queue_id, state, priority, visible_at, expires_at, enqueued_at, body, correlation_id, "
+    "reply_to, content_type, subject, properties, message_id, group_id, order_key, "
     "blocked, delivery_count"
 )
 _TOTALS = (
@@ -128,6 +131,24 @@ _TOTALS = (
     "ON CONFLICT (queue_id, shard) DO UPDATE SET "
     "enqueued = mqlite_totals.enqueued + excluded.enqueued"
 )
+
+
+def values(row: Row, now: int) -> list[Any]:
+    """The parameters of ``row``'s columns from ``state`` to ``content_type`` (``COLUMNS``),
+    as a send or a publish at ``now`` writes them: ``expires_at`` takes two, the message's
+    own and the start of the queue's default TTL."""
+    return [
+        "scheduled" if row.visible_at > now else "active",
+        row.priority,
+        row.visible_at,
+        row.expires_at,
+        row.visible_at,
+        now,
+        row.body,
+        row.correlation_id,
+        row.reply_to,
+        row.content_type,
+    ]
 
 
 def grouped_totals_sql(dialect: Dialect, src: str) -> str:
@@ -152,18 +173,18 @@ def _postgres_sql(dialect: Dialect, notify: bool) -> str:
 
 
 def _build_postgres_sql(dialect: Dialect, notify: bool) -> str:
-    values = (
+    select = (
         "SELECT q.id, CAST(%s AS varchar), CAST(%s AS smallint), CAST(%s AS bigint), "
         "COALESCE(CAST(%s AS bigint), CAST(%s AS bigint) + q.default_ttl_ms), "
-        "CAST(%s AS bigint), CAST(%s AS bytea), CAST(%s AS varchar), CAST(%s AS jsonb), "
-        "CAST(%s AS varchar), CAST(%s AS varchar), CAST(%s AS varchar), "
+        "CAST(%s AS bigint), CAST(%s AS bytea), CAST(%s AS varchar), CAST(%s AS varchar), "
+        "CAST(%s AS varchar), CAST(%s AS varchar), CAST(%s AS jsonb), "
         "NULL, NULL, NULL, 0, 0 FROM q"
     )
     totals = grouped_totals_sql(dialect, "m")
     tail = ", pg_notify('mqlite', %s)" if notify else ""
     return (
         f"WITH q AS ({_QUEUE}), "
-        f"m AS (INSERT INTO mqlite_message ({_COLUMNS}) {values} RETURNING seq, queue_id), "
+        f"m AS (INSERT INTO mqlite_message ({COLUMNS}) {select} RETURNING seq, queue_id), "
         f"t AS ({totals}) "
         f"SELECT seq{tail} FROM m"
     )
@@ -192,7 +213,7 @@ def _deferred_sql(dialect: Dialect) -> str:
 # The queue's ``enqueued`` total is added by the trigger of migration 0008, inside this
 # statement.
 _SQLITE_INSERT = (
-    f"INSERT INTO mqlite_message ({_COLUMNS}) "
+    f"INSERT INTO mqlite_message ({COLUMNS}) "
     "SELECT q.id, %s, %s, %s, COALESCE(%s, %s + q.default_ttl_ms), %s, %s, %s, %s, %s, %s, "
     f"%s, NULL, NULL, NULL, 0, 0 FROM ({_QUEUE}) AS q RETURNING seq"
 )
@@ -205,22 +226,11 @@ def try_send(alias: str, queue: str, row: Row, now: int) -> int | None:
     notify = dialect.has_listen_notify and not wake_pending(alias, queue)
     counted: Counted | None = _pending(alias, Counted, queue) if dialect.defers_counts else None
     params: list[Any] = [queue, False]  # the queue's name; content_dedup must be off
-    values: list[Any] = [
-        "scheduled" if row.visible_at > now else "active",
-        row.priority,
-        row.visible_at,
-        row.expires_at,
-        row.visible_at,
-        now,
-        row.body,
-        row.subject,
-        row.properties,
-        row.correlation_id,
-        row.reply_to,
-        row.content_type,
-    ]
+    columns = [*values(row, now), row.subject, row.properties]
     if counted is not None:
-        prepared.execute(cursor, alias, "send_deferred", _deferred_sql(dialect), [*params, *values])
+        prepared.execute(
+            cursor, alias, "send_deferred", _deferred_sql(dialect), [*params, *columns]
+        )
         got = cursor.fetchone()
         seq = None if got is None else int(got[0])
         if seq is not None:
@@ -230,11 +240,11 @@ def try_send(alias: str, queue: str, row: Row, now: int) -> int | None:
         sql = _postgres_sql(dialect, notify)
         label = "send_notify" if notify else "send"
         tail = [queue] if notify else []
-        prepared.execute(cursor, alias, label, sql, [*params, *values, *tail])
+        prepared.execute(cursor, alias, label, sql, [*params, *columns, *tail])
         got = cursor.fetchone()
         seq = None if got is None else int(got[0])
     else:
-        cursor.execute(_SQLITE_INSERT, [*values, *params])
+        cursor.execute(_SQLITE_INSERT, [*columns, *params])
         got = cursor.fetchone()
         seq = None if got is None else int(got[0])
     if seq is not None and dialect.defers_counts and connections[alias].in_atomic_block:

@@ -501,12 +501,12 @@ def _insert_copies(
     counters: PostgreSQL in the same statement, SQLite by its trigger); (queue id, seq)
     of each."""
     insert = (
-        f"INSERT INTO mqlite_message ({fanout.COLUMNS}) {fanout.select_sql(dialect)} "
+        f"INSERT INTO mqlite_message ({send_one.COLUMNS}) {fanout.select_sql(dialect)} "
         "FROM mqlite_subscription s JOIN mqlite_queue q ON q.id = s.queue_id "
         f"CROSS JOIN ({fanout.message_sql(dialect)}) AS m WHERE s.topic_id = %s AND {where} "
         "RETURNING queue_id, seq"
     )
-    params = [*fanout.values(row, now), row.subject, row.properties, topic_id, *where_params]
+    params = [*send_one.values(row, now), row.subject, row.properties, topic_id, *where_params]
     if dialect.writable_cte:
         # The copies, each queue's lifetime counter and its NOTIFY, in one statement
         # (PostgreSQL sends one notification per payload and transaction).

@@ -16,6 +16,10 @@ asking the API which provider is set.
 request's W3C ``traceparent``/``tracestate`` headers become the current context for the
 spans it makes, unless a span is current already (Django's own OpenTelemetry
 instrumentation made the server's span: it wins).
+
+May import: ``engine`` and ``worker`` (their tracing hooks, and the types the spans
+read), ``conf`` and ``opentelemetry`` (in ``spans``, ``claims`` and ``carried`` only,
+imported once tracing is on); never ``models``, ``api``, ``sqs``, ``admin`` or ``tasks``.
 """
 
 from __future__ import annotations

@@ -43,11 +43,11 @@ from opentelemetry import propagate, trace
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 
 from ..conf import current
-from ..consumers import Handler
 from ..engine import tracing as engine_tracing
 from ..engine.received import Received
 from ..engine.types import OutMessage, Settled
 from ..worker import tracing as worker_tracing
+from ..worker.registry import Handler
 from . import claims
 from .carried import attributes, carried_context
 

@@ -5,7 +5,7 @@ the one import point for ``django.tasks`` or its backport (``compat``).
 Importing this package imports nothing else: ``runworker``'s autodiscovery imports every
 installed app's ``tasks`` module, this one included, on projects without a Tasks framework.
 
-May import: ``engine``, ``consumers`` (to register its handler), ``worker`` (the
+May import: ``engine``, ``worker`` (its registry, to register its handler; the
 background-service loop, backoff and connection health), ``models``, ``permissions``,
 ``conf`` and ``exceptions``. The worker never imports ``tasks`` (``tests/test_layers.py``).
 """

@@ -1,5 +1,5 @@
 """How the Django Tasks integration plugs into the worker, through the registration any
-consumer uses (``consumers.register_discovery``, ``register_service`` and
+consumer uses (``worker.registry``: ``register_discovery``, ``register_service`` and
 ``register_declarations``): the task runner for the queues of every MQLiteBackend, the
 periodic schedules' ticker, and the declared queues with their Tasks ``keep_results``.
 
@@ -11,12 +11,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import consumers
 from ..conf import mqlite_settings
+from ..worker.registry import (
+    Registry,
+    register_declarations,
+    register_discovery,
+    register_service,
+)
 from .declared import declared_queues
 
 
-def register_task_queues(registry: consumers.Registry) -> None:
+def register_task_queues(registry: Registry) -> None:
     """Register the task runner for each queue a django-mqlite Tasks backend serves."""
     try:
         from .runner import register_task_queues as register
@@ -38,6 +43,6 @@ def install() -> None:
     from .topics import install as install_topics
 
     install_topics()  # task subscriptions of topics (mq.subscribe_task)
-    consumers.register_discovery(register_task_queues)
-    consumers.register_service(periodic_ticker)
-    consumers.register_declarations(declared_queues)
+    register_discovery(register_task_queues)
+    register_service(periodic_ticker)
+    register_declarations(declared_queues)

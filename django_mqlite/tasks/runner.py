@@ -35,7 +35,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..conf import current
-from ..consumers import Registry
 from ..engine import admission, databases, settle
 from ..engine.clock import now_ms, to_ms
 from ..engine.queues import get_queue
@@ -45,6 +44,7 @@ from ..engine.types import Completion, Outcome
 from ..exceptions import InvalidArgumentError, LockLostError, Reject, Snooze
 from ..worker import db_health
 from ..worker.delivery import log_fields
+from ..worker.registry import Registry
 from ..worker.retry import backoff_delay
 from . import envelope
 from .compat import (

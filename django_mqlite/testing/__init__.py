@@ -9,7 +9,7 @@
 
 With pytest-django installed, the ``mqlite`` fixture bundles them with a frozen clock.
 
-May import: ``engine``, ``consumers``, ``worker`` (the same steps the worker takes),
+May import: ``engine``, ``worker`` (its registry and the same steps the worker takes),
 ``tasks`` (the periodic ticker), ``conf`` and ``exceptions``. Only users' tests import it.
 """
 
@@ -22,7 +22,6 @@ from typing import Any
 from asgiref.sync import async_to_sync, iscoroutinefunction
 
 from ..conf import current
-from ..consumers import Consumer, registry
 from ..engine import arguments, databases
 from ..engine.claim import receive
 from ..engine.inspect import peek
@@ -32,6 +31,7 @@ from ..exceptions import QueueNotFoundError, Snooze
 from ..worker import handling, middleware, tracing
 from ..worker.delivery import Delivery
 from ..worker.discovery import autodiscover
+from ..worker.registry import Consumer, registry
 from ..worker.retry import backoff_delay
 
 __all__ = ["drain", "sent", "tick"]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..consumers import Consumer
 from ..engine.received import Received
+from .registry import Consumer
 
 
 @dataclass(eq=False)

@@ -1,6 +1,6 @@
 """Finding the work a worker serves: the ``consumers`` and ``tasks`` modules of every
 installed app (as the admin finds ``admin`` modules), then what the integrations
-registered with ``consumers.register_discovery`` add (the Django Tasks integration: the
+registered with ``registry.register_discovery`` add (the Django Tasks integration: the
 task runner for the queues of every django-mqlite Tasks backend, ``tasks.plugin``).
 
 The worker imports no integration: the Tasks runner registers itself into the registry,
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from django.utils.module_loading import autodiscover_modules
 
-from ..consumers import discoveries, registry
+from .registry import discoveries, registry
 
 
 def autodiscover() -> None:

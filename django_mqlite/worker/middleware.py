@@ -38,8 +38,8 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
 
 from ..conf import mqlite_settings
-from ..consumers import Consumer, Handler
 from . import tracing
+from .registry import Consumer, Handler
 
 Factory = Callable[[Handler], Handler]
 

@@ -11,21 +11,18 @@ by construction, and ``--concurrency`` is per database.
 from __future__ import annotations
 
 import logging
-import os
-import signal
-import sys
 import threading
 from collections.abc import Iterable
-from types import FrameType
 from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 
-from .. import consumers as consumers_mod
 from ..conf import current
-from ..consumers import Registry
 from ..engine import databases
+from . import registry as registry_mod
+from .registry import Registry
 from .runner import Worker
+from .stopping import drain_then_exit, stop_on_signals
 
 logger = logging.getLogger("django_mqlite.worker")
 
@@ -67,7 +64,7 @@ def build(
 ) -> Worker | MultiWorker:
     """The worker for ``queues`` (every queue with a consumer when empty), wherever
     they live. ``options`` are ``Worker``'s."""
-    registry = registry if registry is not None else consumers_mod.registry
+    registry = registry if registry is not None else registry_mod.registry
     groups = by_database(queues, using, registry)
     if len(groups) == 1:
         [(alias, names)] = groups.items()
@@ -99,7 +96,7 @@ class MultiWorker:
             Worker(names, using=alias, install_signals=False, periodic=False, **options)
             for alias, names in groups.items()
         ]
-        self._signals = 0
+        self._on_signal = drain_then_exit(self.stop)
         self.errors: list[Exception] = []
 
     @property
@@ -108,27 +105,25 @@ class MultiWorker:
         return "; ".join(sorted(reasons)) or None
 
     def run(self) -> int:
-        previous = self._install_signals()
-        services = []
-        if self.periodic:  # the periodic ticker (tasks.plugin), once for every database
-            services = [t for s in consumers_mod.services() if (t := s(None)) is not None]
-            for t in services:
-                t.start()
-        threads = [
-            threading.Thread(target=self._run_one, args=(w,), name=f"mqlite-db-{w.using}")
-            for w in self.workers
-        ]
-        try:
-            for t in threads:
-                t.start()
-            for t in threads:
-                while t.is_alive():
-                    t.join(0.2)  # short joins keep the main thread free for signals
-        finally:
-            for t in services:
-                t.stop()
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+        with stop_on_signals(self._on_signal, install=self.install_signals):
+            services = []
+            if self.periodic:  # the periodic ticker (tasks.plugin), once for every database
+                services = [t for s in registry_mod.services() if (t := s(None)) is not None]
+                for t in services:
+                    t.start()
+            threads = [
+                threading.Thread(target=self._run_one, args=(w,), name=f"mqlite-db-{w.using}")
+                for w in self.workers
+            ]
+            try:
+                for t in threads:
+                    t.start()
+                for t in threads:
+                    while t.is_alive():
+                        t.join(0.2)  # short joins keep the main thread free for signals
+            finally:
+                for t in services:
+                    t.stop()
         if self.errors:
             raise self.errors[0]  # e.g. a served queue that does not exist
         return 0
@@ -148,16 +143,3 @@ class MultiWorker:
     def stop(self, reason: str = "stop requested") -> None:
         for w in self.workers:
             w.stop(reason)
-
-    def _install_signals(self) -> dict[int, Any]:
-        if not self.install_signals or threading.current_thread() is not threading.main_thread():
-            return {}
-        return {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
-
-    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
-        self._signals += 1
-        if self._signals > 1:
-            sys.stderr.write("second signal: exiting at once\n")
-            sys.stderr.flush()
-            os._exit(1)
-        self.stop(f"signal {signal.Signals(signum).name}")

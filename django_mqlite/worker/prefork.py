@@ -37,6 +37,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import connections
 
 from ..exceptions import MQLiteError
+from .stopping import stop_on_signals
 
 logger = logging.getLogger("django_mqlite.worker")
 
@@ -77,15 +78,24 @@ class Supervisor:
         self._wake_fds: tuple[int, ...] = ()
 
     def run(self) -> int:
-        previous = {s: signal.signal(s, self._on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
-        # A child's exit (SIGCHLD) wakes the wait below at once through the wakeup fd,
-        # so a burst ends when its last child does, not at the next poll.
+        try:
+            # A child's exit (SIGCHLD) wakes the wait in _supervise at once through the
+            # wakeup fd, so a burst ends when its last child does, not at the next poll.
+            with stop_on_signals(self._on_signal, extra={signal.SIGCHLD: _on_child}):
+                self._supervise()
+        finally:
+            for pid in self.pids():  # only after an unexpected error: never orphan a child
+                _kill(pid, signal.SIGTERM)
+        logger.info("all worker processes exited (%s restarts)", self.restarts)
+        return self.code
+
+    def _supervise(self) -> None:
+        """Spawn the children and keep them running until none is left to run."""
         wake_r, wake_w = os.pipe()
         os.set_blocking(wake_r, False)
         os.set_blocking(wake_w, False)
         self._wake_fds = (wake_r, wake_w)
         previous_fd = signal.set_wakeup_fd(wake_w)
-        previous[signal.SIGCHLD] = signal.signal(signal.SIGCHLD, _on_child)
         try:
             for slot in self.slots:
                 self._spawn(slot)
@@ -98,12 +108,6 @@ class Supervisor:
             signal.set_wakeup_fd(previous_fd)
             os.close(wake_r)
             os.close(wake_w)
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
-            for pid in self.pids():  # only after an unexpected error: never orphan a child
-                _kill(pid, signal.SIGTERM)
-        logger.info("all worker processes exited (%s restarts)", self.restarts)
-        return self.code
 
     def pids(self) -> list[int]:
         return [s.pid for s in self.slots if s.pid]

@@ -7,16 +7,15 @@ Every pass is set-based and safe alongside any number of other reapers and worke
 from __future__ import annotations
 
 import logging
-import signal
 import threading
 import time
 from collections.abc import Callable
 from types import FrameType
-from typing import Any
 
 from django.db import connections
 
 from ..engine.maintenance import reap
+from .stopping import stop_on_signals
 
 logger = logging.getLogger("django_mqlite.reaper")
 
@@ -66,12 +65,8 @@ class Reaper:
 
     def run(self, report: Callable[[dict[str, int]], None] | None = None) -> int:
         """Reap every ``interval_s`` seconds until SIGTERM/SIGINT or ``stop()``."""
-        previous: dict[int, Any] = {}
         pace = Pace(self.interval_s)
-        if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                previous[sig] = signal.signal(sig, self._on_signal)
-        try:
+        with stop_on_signals(self._on_signal):
             while not self._stopping.is_set():
                 wait = self.interval_s
                 try:
@@ -83,9 +78,6 @@ class Reaper:
                     logger.exception("reaper pass failed")
                     connections.close_all()
                 self._stopping.wait(wait)
-        finally:
-            for signum, handler in previous.items():
-                signal.signal(signum, handler)
         return 0
 
     def stop(self) -> None:

@@ -10,24 +10,17 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 import random
-import signal
-import sys
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
-from types import FrameType
 from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 from django.db import Error as DatabaseError
 from django.db import InterfaceError, OperationalError, connections
 
-from .. import consumers as consumers_mod
 from ..conf import current
-from ..consumers import Consumer, Registry
 from ..engine import arguments, databases, listen, settle, wakeup
 from ..engine.claim import receive
 from ..engine.clock import now_ms, to_ms
@@ -35,11 +28,14 @@ from ..engine.dialects import dialect_for
 from ..engine.queues import create_queue, get_queue, sync_declared
 from ..exceptions import LockLostError, QueueNotFoundError
 from . import background, clockskew, db_health, prefetch, settlement, tracing
+from . import registry as registry_mod
 from .delivery import Delivery, log_fields
 from .memory import rss_mb
 from .pool import Pool
 from .prefetch import GROUP_COMMIT_S, Prefetch
+from .registry import Consumer, Registry
 from .retry import backoff_delay
+from .stopping import drain_then_exit, stop_on_signals
 
 logger = logging.getLogger("django_mqlite.worker")
 
@@ -76,7 +72,7 @@ class Worker:
         using: str | None = None,
     ) -> None:
         self.using = databases.alias_of(using)
-        self.registry = registry if registry is not None else consumers_mod.registry
+        self.registry = registry if registry is not None else registry_mod.registry
         self.consumers: dict[str, Consumer] = self.registry.select(list(queues or []))
         if not self.consumers:
             raise ImproperlyConfigured("no consumers are registered")
@@ -99,7 +95,7 @@ class Worker:
         self.stop_reason: str | None = None
         self._drain_deadline: float | None = None
         self._wake_key = f"#worker-{id(self)}"
-        self._signals = 0
+        self._on_signal = drain_then_exit(self.stop)
         self._threads: list[Any] = []
         self._rotation = 0
         self.listening = False
@@ -116,14 +112,12 @@ class Worker:
     # -- public -------------------------------------------------------------------------
 
     def run(self) -> int:
-        previous = self._install_signals()
-        try:
-            self._start()
-            self._loop()
-        finally:
-            self._finish()
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+        with stop_on_signals(self._on_signal, install=self.install_signals):
+            try:
+                self._start()
+                self._loop()
+            finally:
+                self._finish()
         return 0
 
     def stop(self, reason: str = "stop requested") -> None:
@@ -169,7 +163,7 @@ class Worker:
         if self.reaper:
             self._threads.append(background.reaper_loop(current().reap_interval_s, self.using))
         if self.periodic:
-            for service in consumers_mod.services():  # the periodic ticker (tasks.plugin)
+            for service in registry_mod.services():  # the periodic ticker (tasks.plugin)
                 thread = service(self.using)
                 if thread is not None:
                     self._threads.append(thread)
@@ -193,7 +187,7 @@ class Worker:
     def _register(self) -> None:
         """Declared queues, the served queues' existence, and this worker's registry row."""
         if current().queues:
-            sync_declared(consumers_mod.declared_queues(), using=self.using)
+            sync_declared(registry_mod.declared_queues(), using=self.using)
         leases = []
         for name, consumer in self.consumers.items():
             try:
@@ -262,24 +256,6 @@ class Worker:
         except DatabaseError as exc:
             logger.warning("while stopping: database error (%s: %s)", type(exc).__name__, exc)
             self._close_connection()
-
-    def _install_signals(self) -> dict[int, Any]:
-        if not self.install_signals or threading.current_thread() is not threading.main_thread():
-            return {}
-        previous: dict[int, Any] = {}
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            previous[sig] = signal.signal(sig, self._on_signal)
-        return previous
-
-    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
-        self._signals += 1
-        if self._signals > 1:
-            # A second signal: leave now, without waiting for anything. Held leases come
-            # back through the reaper's stale-worker pass (or lease expiry).
-            sys.stderr.write("second signal: exiting at once\n")
-            sys.stderr.flush()
-            os._exit(1)
-        self.stop(f"signal {signal.Signals(signum).name}")
 
     # -- the loop -----------------------------------------------------------------------
 

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from ..consumers import Handler
 from ..engine.received import Received
 from ..engine.types import Outcome, Settled
+from .registry import Handler
 
 #: What a delivery's span records when its settlement found the lease gone.
 LOCK_LOST = "lock_lost"

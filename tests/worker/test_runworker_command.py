@@ -26,10 +26,10 @@ def test_bad_input(args: list[str], message: str) -> None:
 
 
 def test_a_consumer_for_a_missing_queue(monkeypatch: pytest.MonkeyPatch) -> None:
-    from django_mqlite import consumers
+    from django_mqlite.worker import registry as registry_mod
 
-    registry = consumers.Registry()
+    registry = registry_mod.Registry()
     registry.register("missing", lambda msg: None)
-    monkeypatch.setattr(consumers, "registry", registry)
+    monkeypatch.setattr(registry_mod, "registry", registry)
     with pytest.raises(CommandError, match="queue 'missing' does not exist"):
         call_command("runworker", "--burst")

@@ -12,13 +12,13 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ... import checks
 from ...conf import current
-from ...consumers import registry
 from ...exceptions import MQLiteError
 from ...tasks.support import nothing_to_serve
 from ...worker import Worker, build
 from ...worker.discovery import autodiscover
 from ...worker.multi import MultiWorker
 from ...worker.prefork import Supervisor
+from ...worker.registry import registry
 
 
 def _positive_int(value: str) -> int:

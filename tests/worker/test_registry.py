@@ -1,4 +1,5 @@
-"""The consumer registry and its decorator."""
+"""The consumer registry (``worker/registry.py``) and its decorator; ``django_mqlite.consumers``
+is its documented import path."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from django.core.exceptions import ImproperlyConfigured
 
 import django_mqlite as mq
 from django_mqlite import consumers
-from django_mqlite.consumers import Registry
-from django_mqlite.worker import discovery
+from django_mqlite.worker import discovery, registry
+from django_mqlite.worker.registry import Registry
 
 
 def handle_a(msg: Any) -> None:
@@ -55,12 +56,12 @@ def test_decorator_registers_in_the_global_registry_and_stacks() -> None:
         pass
 
     try:
-        c1, c2 = consumers.registry.get("deco-1"), consumers.registry.get("deco-2")
+        c1, c2 = registry.registry.get("deco-1"), registry.registry.get("deco-2")
         assert c1 is not None and c1.func is both and c1.timeout == 2.0
         assert c2 is not None and c2.func is both and c2.timeout is None
     finally:
-        consumers.registry.unregister("deco-1")
-        consumers.registry.unregister("deco-2")
+        registry.registry.unregister("deco-1")
+        registry.registry.unregister("deco-2")
 
 
 def test_autodiscover_imports_consumers_and_tasks(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -70,13 +71,22 @@ def test_autodiscover_imports_consumers_and_tasks(monkeypatch: pytest.MonkeyPatc
     assert seen == [("consumers", "tasks")]
 
 
-def test_importing_the_package_imports_no_models() -> None:
+def test_the_documented_path_names_the_same_registry() -> None:
+    for name in consumers.__all__:
+        assert getattr(consumers, name) is getattr(registry, name), name
+    assert mq.consumer is registry.consumer
+
+
+def test_importing_the_package_imports_no_models_and_no_worker_runtime() -> None:
     import subprocess
     import sys
 
     code = (
         "import sys, django_mqlite; "
         "assert 'django_mqlite.models' not in sys.modules; "
-        "assert callable(django_mqlite.consumer)"
+        "assert 'django_mqlite.worker.runner' not in sys.modules; "
+        "assert callable(django_mqlite.consumer); "
+        "from django_mqlite.worker import Worker; "
+        "assert Worker.__module__ == 'django_mqlite.worker.runner'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
