@@ -6,14 +6,7 @@ import pytest
 from django.core.management.base import CommandError
 
 import django_mqlite as mq
-from tests.support.task_subscriptions import (
-    ON_EVENT,
-    OTHER_QUEUES_TASK,
-    OUTSIDE_TASK,
-    forget_outside_module,
-    outside_imported,
-    tasks_on_another_backend,
-)
+from tests.support import task_subscriptions as ts
 
 from ..cli_helpers import mqlite, mqlite_json
 
@@ -66,13 +59,13 @@ def task_topic() -> str:
 
 def test_a_task_subscribes_from_the_command_line(task_topic: str) -> None:
     sub = mqlite_json(
-        "subscribe", "events", "tasks", "--task", ON_EVENT, "--filter", '{"subject": "paid"}'
+        "subscribe", "events", "tasks", "--task", ts.ON_EVENT, "--filter", '{"subject": "paid"}'
     )
-    assert (sub["queue"], sub["task"], sub["filter"]) == ("tasks", ON_EVENT, {"subject": "paid"})
-    assert f'-> tasks: {{"subject": "paid"}}, as task {ON_EVENT}' in mqlite("topics")
+    assert (sub["queue"], sub["task"], sub["filter"]) == ("tasks", ts.ON_EVENT, {"subject": "paid"})
+    assert f'-> tasks: {{"subject": "paid"}}, as task {ts.ON_EVENT}' in mqlite("topics")
     assert mq.publish("events", {"n": 1}, subject="paid") == 1
     (call,) = mq.peek("tasks")
-    assert call.json()["task"] == ON_EVENT and "signature" in call.json()
+    assert call.json()["task"] == ts.ON_EVENT and "signature" in call.json()
 
 
 SUBSCRIBE = ("subscribe", "events", "tasks", "--task")
@@ -83,25 +76,28 @@ SUBSCRIBE = ("subscribe", "events", "tasks", "--task")
     [
         (["subscribe", "events", "tasks"], "subscribe_task"),
         ([*SUBSCRIBE, "os.system"], "not a task"),
-        ([*SUBSCRIBE, OUTSIDE_TASK], "not a task"),
+        ([*SUBSCRIBE, ts.OUTSIDE_TASK], "not a task"),
         ([*SUBSCRIBE, "no.such.module.task"], "not a task"),
-        ([*SUBSCRIBE, OTHER_QUEUES_TASK], "runs on queue 'tasks-other', not 'tasks'"),
-        (["subscribe", "events", "a", "--task", ON_EVENT], "runs on queue 'tasks', not 'a'"),
-        (["subscribe", "nope", "tasks", "--task", ON_EVENT], "does not exist"),
-        ([*SUBSCRIBE, ON_EVENT, "--filter", "{}"], "filter"),
+        ([*SUBSCRIBE, ts.OTHER_QUEUES_TASK], "runs on queue 'tasks-other', not 'tasks'"),
+        (["subscribe", "events", "a", "--task", ts.ON_EVENT], "runs on queue 'tasks', not 'a'"),
+        (["subscribe", "nope", "tasks", "--task", ts.ON_EVENT], "does not exist"),
+        ([*SUBSCRIBE, ts.ON_EVENT, "--filter", "{}"], "filter"),
     ],
 )
 def test_bad_task_subscriptions_are_command_errors(
     task_topic: str, args: list[str], match: str
 ) -> None:
-    forget_outside_module()
+    ts.forget_outside_module()
     with pytest.raises(CommandError, match=match):
         mqlite(*args)
-    assert not outside_imported()
+    assert not ts.outside_imported()
     assert mq.get_topic("events").subscriptions == []
 
 
 def test_a_task_of_another_backend_is_a_command_error(task_topic: str) -> None:
-    with tasks_on_another_backend(), pytest.raises(CommandError, match="no django-mqlite backend"):
-        mqlite(*SUBSCRIBE, ON_EVENT)
+    with (
+        ts.tasks_on_another_backend(),
+        pytest.raises(CommandError, match="no django-mqlite backend"),
+    ):
+        mqlite(*SUBSCRIBE, ts.ON_EVENT)
     assert mq.get_topic("events").subscriptions == []

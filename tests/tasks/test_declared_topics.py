@@ -14,14 +14,7 @@ import django_mqlite as mq
 from django_mqlite import checks
 from django_mqlite.engine import topics
 from django_mqlite.engine.declared_topics import sync_declared
-from tests.support.task_subscriptions import (
-    ON_EVENT,
-    OTHER_QUEUES_TASK,
-    OUTSIDE_TASK,
-    forget_outside_module,
-    outside_imported,
-    tasks_on_another_backend,
-)
+from tests.support import task_subscriptions as ts
 
 pytestmark = pytest.mark.django_db
 
@@ -41,7 +34,7 @@ def test_migrate_subscribes_a_declared_task(settings: Any) -> None:
         settings,
         {
             "audit": {"filter": {"subject": "paid"}},  # the options form, without a task
-            "tasks": {"task": ON_EVENT, "filter": {"subject": "paid"}},
+            "tasks": {"task": ts.ON_EVENT, "filter": {"subject": "paid"}},
         },
     )
     assert checks.check_declared_topics() == []
@@ -49,13 +42,13 @@ def test_migrate_subscribes_a_declared_task(settings: Any) -> None:
     topic = mq.get_topic("orders")
     assert [(s.queue, s.filter, s.task) for s in topic.subscriptions] == [
         ("audit", {"subject": "paid"}, None),
-        ("tasks", {"subject": "paid"}, ON_EVENT),
+        ("tasks", {"subject": "paid"}, ts.ON_EVENT),
     ]
     call_command("migrate", verbosity=0)  # again: nothing changes
     assert mq.get_topic("orders") == topic
     assert mq.publish("orders", {"n": 1}, subject="paid") == 2
     (call,) = mq.peek("tasks")
-    assert call.json()["task"] == ON_EVENT and "signature" in call.json()
+    assert call.json()["task"] == ts.ON_EVENT and "signature" in call.json()
 
 
 def test_the_plain_form_still_reads(settings: Any) -> None:
@@ -74,16 +67,16 @@ def test_the_plain_form_still_reads(settings: Any) -> None:
         pytest.param({"filter": None}, "subscribe_task", id="options-without-task"),
         pytest.param({"task": "os.system"}, "not a task of this project", id="not-a-task"),
         pytest.param({"task": "no.such.task"}, "not a task of this project", id="unknown"),
-        pytest.param({"task": OUTSIDE_TASK}, "not a task of this project", id="outside-apps"),
+        pytest.param({"task": ts.OUTSIDE_TASK}, "not a task of this project", id="outside-apps"),
         pytest.param(
-            {"task": OTHER_QUEUES_TASK}, "runs on queue 'tasks-other', not 'tasks'", id="queue"
+            {"task": ts.OTHER_QUEUES_TASK}, "runs on queue 'tasks-other', not 'tasks'", id="queue"
         ),
     ],
 )
 def test_a_declared_subscription_of_a_tasks_queue_that_migrate_would_refuse(
     settings: Any, subscription: Any, why: str
 ) -> None:
-    forget_outside_module()
+    ts.forget_outside_module()
     declare(settings, {"tasks": subscription})
     (error,) = checks.check_declared_topics()
     assert error.id == "django_mqlite.E011"
@@ -91,13 +84,13 @@ def test_a_declared_subscription_of_a_tasks_queue_that_migrate_would_refuse(
     assert error.hint and '"task"' in error.hint
     with pytest.raises(mq.InvalidArgumentError, match=why):
         sync_declared(settings.MQLITE["TOPICS"])
-    assert not outside_imported()
+    assert not ts.outside_imported()
     assert mq.get_topic("orders").subscriptions == []  # the topic, without it
 
 
 def test_a_declared_task_of_another_backend(settings: Any) -> None:
-    declare(settings, {"tasks": {"task": ON_EVENT}})
-    with tasks_on_another_backend():
+    declare(settings, {"tasks": {"task": ts.ON_EVENT}})
+    with ts.tasks_on_another_backend():
         (error,) = checks.check_declared_topics()
         with pytest.raises(mq.InvalidArgumentError, match="no django-mqlite backend"):
             sync_declared(settings.MQLITE["TOPICS"])
@@ -105,7 +98,7 @@ def test_a_declared_task_of_another_backend(settings: Any) -> None:
 
 
 def test_a_task_of_another_queue_than_declared(settings: Any) -> None:
-    declare(settings, {"audit": {"task": ON_EVENT}})
+    declare(settings, {"audit": {"task": ts.ON_EVENT}})
     (error,) = checks.check_declared_topics()
     assert error.id == "django_mqlite.E011"
     assert "runs on queue 'tasks', not 'audit'" in error.msg
@@ -123,7 +116,7 @@ def test_a_task_of_another_queue_than_declared(settings: Any) -> None:
         ),
         pytest.param({"orders": {"subscriptions": {"tasks": {"task": 1}}}}, id="task-not-text"),
         pytest.param(
-            {"orders": {"subscriptions": {"tasks": {"task": ON_EVENT, "queue": "x"}}}},
+            {"orders": {"subscriptions": {"tasks": {"task": ts.ON_EVENT, "queue": "x"}}}},
             id="unknown-key",  # not options (a "queue" key), so read as a filter
         ),
     ],
@@ -140,7 +133,7 @@ def test_a_declaration_that_does_not_read(settings: Any, declared: Any) -> None:
 def test_without_the_tasks_integration_a_declared_task_is_refused(
     settings: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    declare(settings, {"tasks": {"task": ON_EVENT}})
+    declare(settings, {"tasks": {"task": ts.ON_EVENT}})
     call_command("migrate", verbosity=0)
     monkeypatch.setattr(topics, "task_delivery", None)
     with pytest.raises(mq.InvalidArgumentError, match="no Tasks integration"):
