@@ -17,8 +17,8 @@ import pytest
 from django.db import connections
 
 import django_mqlite as mq
-from tests.procs import ROOT, Workers
 from tests.support.concurrency import receive_until_idle, retrying, run_threads
+from tests.support.procs import ROOT, Workers
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -130,7 +130,7 @@ def _run_children(tmp_path: Path, queue: str, n: int, hold_s: float) -> list[dic
     log.touch()
     procs = [
         subprocess.Popen(
-            [sys.executable, "-m", "tests.limits_child", queue, str(log), str(hold_s)],
+            [sys.executable, "-m", "tests.support.limits_child", queue, str(log), str(hold_s)],
             cwd=ROOT,
             env=workers.env(None),
             stdout=subprocess.PIPE,

@@ -24,8 +24,7 @@ from django.db import connection
 
 import django_mqlite as mq
 from django_mqlite.conf import current
-
-from ..procs import MANAGE, ROOT, wait_for
+from tests.support.procs import MANAGE, ROOT, wait_for
 
 
 class Fleet:

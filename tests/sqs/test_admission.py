@@ -10,8 +10,7 @@ from typing import Any
 import pytest
 
 import django_mqlite as mq
-
-from ..legacy_rows import store_raw
+from tests.support.legacy_rows import store_raw
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -31,8 +31,8 @@ from hypothesis import strategies as st
 
 import django_mqlite as mq
 from django_mqlite.models import Queue
+from tests.support.cli_helpers import mqlite
 
-from ..cli_helpers import mqlite
 from ..workerproject.recorder import tasks
 
 pytestmark = pytest.mark.django_db(transaction=True)

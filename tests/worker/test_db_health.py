@@ -16,9 +16,9 @@ from django.test import override_settings
 import django_mqlite as mq
 from django_mqlite.consumers import Registry
 from django_mqlite.worker import Worker
+from tests.support.procs import wait_for
 
 from ..faults.dbfaults import break_connection, break_wrapper
-from ..procs import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -15,8 +15,7 @@ from django_mqlite.consumers import Registry
 from django_mqlite.engine import settle
 from django_mqlite.worker import Worker, runner
 from django_mqlite.worker.prefetch import GROUP_COMMIT_S, MAX_BATCH, Prefetch, flush_due
-
-from ..procs import wait_for
+from tests.support.procs import wait_for
 
 
 def test_prefetch_starts_at_one_per_thread_and_follows_handler_times() -> None:
