@@ -16,10 +16,9 @@ from django.test import override_settings
 import django_mqlite as mq
 from django_mqlite.consumers import Registry
 from django_mqlite.worker import Worker
+from tests.support.dbfaults import break_connection, break_wrapper
 from tests.support.inprocess import burst
 from tests.support.procs import wait_for
-
-from ..faults.dbfaults import break_connection, break_wrapper
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
