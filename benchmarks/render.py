@@ -2,7 +2,7 @@
 
 A block sits between ``<!-- rendered: NAME -->`` and ``<!-- /rendered -->``; ``BLOCKS``
 says which results files each one reads and how it is written. ``python -m benchmarks
-report --docs`` rewrites every block from its files, and ``tests/test_bench_smoke.py``
+report --docs`` rewrites every block from its files, and ``tests/benchmarks/test_bench_smoke.py``
 fails when a block differs from what this module renders, or when a ratio is written
 by hand outside a block. Every file a block reads must pass ``results_check``.
 

@@ -17,8 +17,8 @@ produces, and ``check(data)`` raises ``ResultsError`` with them:
   computed from the medians when a report renders them, never stored).
 
 ``python -m benchmarks run`` checks a file before writing it and ``python -m benchmarks
-report`` refuses one that fails; ``tests/test_bench_smoke.py`` checks every committed file
-the docs cite.
+report`` refuses one that fails; ``tests/benchmarks/test_bench_smoke.py`` checks every
+committed file the docs cite.
 """
 
 from __future__ import annotations

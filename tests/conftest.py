@@ -90,8 +90,8 @@ def q(make_queue: Callable[..., mq.Queue]) -> str:
 
 @pytest.fixture
 def workers(tmp_path: Any) -> Iterator[Any]:
-    """Start real worker processes on this test's database (see ``tests/procs.py``)."""
-    from .procs import Workers
+    """Start real worker processes on this test's database (see ``tests/support/procs.py``)."""
+    from tests.support.procs import Workers
 
     w = Workers(tmp_path)
     try:

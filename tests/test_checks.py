@@ -58,7 +58,7 @@ def test_supported_settings_pass() -> None:
 
 
 @pytest.mark.django_db
-def test_wal_check(vendor: str) -> None:
+def test_wal_check() -> None:
     out = checks.check_sqlite_wal(databases=["default"])
     assert out == []  # the test settings use WAL on SQLite; nothing to say on PostgreSQL
 

@@ -61,6 +61,8 @@ def test_beyond_the_cap_the_count_is_an_estimate(
     monkeypatch.setattr(gauges, "EXACT_COUNT_CAP", 5)
     q = make_queue().name
     mq.send_batch(q, [mq.OutMessage(f"m{i}") for i in range(40)])
+    # The estimate follows the vendor, as pagination.estimated_count does: PostgreSQL's
+    # planner statistics (fresh after ANALYZE), SQLite's span of sequence numbers.
     if vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE mqlite_message")

@@ -11,8 +11,7 @@ from django.test import Client
 
 import django_mqlite as mq
 from tests.support.features import requires
-
-from ..legacy_rows import store_raw
+from tests.support.legacy_rows import store_raw
 
 URL = "/admin/django_mqlite/message/"
 DEAD_URL = "/admin/django_mqlite/deadletter/"

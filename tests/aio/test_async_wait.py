@@ -14,8 +14,7 @@ from django.db import connection
 import django_mqlite as mq
 from django_mqlite.engine import aio
 from tests.support.features import has, requires
-
-from ..procs import wait_for
+from tests.support.procs import wait_for
 
 
 def run(coro_fn: Any, *args: Any, **kwargs: Any) -> Any:

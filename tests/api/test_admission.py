@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 import django_mqlite as mq
+from tests.support.legacy_rows import BAD_ATTRIBUTE_SHAPES
 
-from ..sqs.test_admission import BAD_SHAPES
 from .conftest import error, url
 
 SURROGATE_JSON = b'{"x": "\\ud800"}'
@@ -33,7 +33,7 @@ def test_body_base64_labelled_json_must_be_strict_json(api: Any, q: str, raw: by
     assert mq.peek(q) == []
 
 
-@pytest.mark.parametrize("shape", BAD_SHAPES)
+@pytest.mark.parametrize("shape", BAD_ATTRIBUTE_SHAPES)
 def test_properties_that_are_not_valid_sqs_attributes_are_400(
     api: Any, q: str, shape: dict[str, Any]
 ) -> None:

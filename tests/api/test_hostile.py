@@ -15,8 +15,8 @@ from django.contrib.auth.models import User
 from rest_framework.authtoken.models import Token
 
 import django_mqlite as mq
+from tests.support.invariants import assert_stats_invariants
 
-from ..invariants import assert_stats_invariants
 from .conftest import grant
 
 pytestmark = pytest.mark.django_db(transaction=True)

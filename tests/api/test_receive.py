@@ -15,8 +15,8 @@ import django_mqlite as mq
 from django_mqlite.api import longpoll
 from django_mqlite.engine import claim, wakeup
 from tests.support.features import requires
+from tests.support.legacy_rows import store_raw
 
-from ..legacy_rows import store_raw
 from .conftest import error, url
 
 FIELDS = {

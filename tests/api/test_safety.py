@@ -16,8 +16,8 @@ from django.test import override_settings
 from rest_framework.test import APIClient
 
 import django_mqlite as mq
+from tests.support.legacy_rows import store_raw
 
-from ..legacy_rows import store_raw
 from .conftest import error, grant, url
 from .queue_perms import allow
 

@@ -10,9 +10,8 @@ import pytest
 from django.core.management.base import CommandError
 
 import django_mqlite as mq
-
-from ..cli_helpers import mqlite, mqlite_json
-from ..legacy_rows import store_raw
+from tests.support.cli_helpers import mqlite, mqlite_json
+from tests.support.legacy_rows import store_raw
 
 pytestmark = pytest.mark.django_db
 

@@ -12,9 +12,8 @@ from django.core.management.base import CommandError
 import django_mqlite as mq
 from django_mqlite.engine.clock import now_ms
 from django_mqlite.models import Worker
-
-from ..cli_helpers import mqlite, mqlite_json
-from ..procs import wait_for
+from tests.support.cli_helpers import mqlite, mqlite_json
+from tests.support.procs import wait_for
 
 
 def row(host: str, pid: int, *, age_s: float = 0, stopped: bool = False) -> Worker:

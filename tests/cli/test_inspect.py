@@ -10,8 +10,7 @@ from django.core.management.base import CommandError
 
 import django_mqlite as mq
 from django_mqlite.models import Worker
-
-from ..cli_helpers import mqlite, mqlite_json
+from tests.support.cli_helpers import mqlite, mqlite_json
 
 pytestmark = pytest.mark.django_db
 

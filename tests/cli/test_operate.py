@@ -6,8 +6,7 @@ import pytest
 from django.core.management.base import CommandError
 
 import django_mqlite as mq
-
-from ..cli_helpers import mqlite, mqlite_json
+from tests.support.cli_helpers import mqlite, mqlite_json
 
 pytestmark = pytest.mark.django_db
 

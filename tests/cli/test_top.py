@@ -12,8 +12,7 @@ from django.core.management.base import CommandError
 import django_mqlite as mq
 from django_mqlite.cli import top
 from django_mqlite.engine.types import TOTAL_NAMES
-
-from ..cli_helpers import mqlite
+from tests.support.cli_helpers import mqlite
 
 pytestmark = pytest.mark.django_db
 

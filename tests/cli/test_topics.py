@@ -7,8 +7,7 @@ from django.core.management.base import CommandError
 
 import django_mqlite as mq
 from tests.support import task_subscriptions as ts
-
-from ..cli_helpers import mqlite, mqlite_json
+from tests.support.cli_helpers import mqlite, mqlite_json
 
 pytestmark = pytest.mark.django_db
 

@@ -12,14 +12,13 @@ import random
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
 
 import pytest
-from django.db import connection, connections
+from django.db import connection
 
 import django_mqlite as mq
 from django_mqlite.engine.batch import current as current_batch
-from tests.support.concurrency import receive_until_idle, retrying, run_threads
+from tests.support.concurrency import receive_until_idle, retrying, run_threads, start_threads
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -97,13 +96,14 @@ def test_every_batch_fires_once_and_never_early() -> None:
                 time.sleep(0.02)
 
     settling.set()
-    check = threading.Thread(target=lambda: _with_connection(checker))
-    check.start()
+    errors: list[BaseException] = []
+    (check,) = start_threads(1, lambda _: checker(), errors)
     try:
         run_threads(4, settler)
     finally:
         settling.clear()
         check.join(60)
+    assert not errors, errors
     assert early == []
     assert len(outcome) == BATCHES * CHILDREN  # every child settled for good
     for bid, seqs in children.items():
@@ -123,17 +123,6 @@ def test_a_send_from_another_thread_never_joins_an_open_batch() -> None:
     mq.create_queue("kids")
     errors: list[BaseException] = []
 
-    def attempt(send: Callable[[], object]) -> Callable[[], None]:
-        def run() -> None:
-            try:
-                send()
-            except BaseException as exc:  # asserted below
-                errors.append(exc)
-            finally:
-                connections.close_all()
-
-        return run
-
     def via_context() -> object:
         found = current_batch()  # how the Tasks backend finds the batch
         assert found is not None
@@ -143,23 +132,11 @@ def test_a_send_from_another_thread_never_joins_an_open_batch() -> None:
         b.send("kids", "mine")
         # A thread handed the batch, and one running in a copy of the block's context
         # (as sync_to_async(thread_sensitive=False) or copy_context().run carry it).
-        direct = threading.Thread(target=attempt(lambda: b.send("kids", "direct")))
-        inherited = threading.Thread(
-            target=contextvars.copy_context().run, args=(attempt(via_context),)
-        )
-        for t in (direct, inherited):
-            t.start()
+        context = contextvars.copy_context()
+        for send in (lambda _: b.send("kids", "direct"), lambda _: context.run(via_context)):
+            (t,) = start_threads(1, send, errors)  # what they raise is asserted below
             t.join(60)
     assert [type(e) for e in errors] == [mq.InvalidArgumentError] * 2, errors
     assert all("thread" in str(e) for e in errors), errors
     assert mq.get_batch(b.id).total == 1
     assert [p.body for p in mq.peek("kids")] == [b"mine"]
-
-
-def _with_connection(fn: object) -> None:
-    from django.db import connections
-
-    try:
-        fn()  # type: ignore[operator]
-    finally:
-        connections.close_all()

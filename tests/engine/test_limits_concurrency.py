@@ -17,8 +17,8 @@ import pytest
 from django.db import connections
 
 import django_mqlite as mq
-from tests.procs import ROOT, Workers
-from tests.support.concurrency import receive_until_idle, retrying, run_threads
+from tests.support.concurrency import receive_until_idle, retrying, run_threads, start_threads
+from tests.support.procs import ROOT, Workers, wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -51,20 +51,27 @@ def test_rate_limit_holds_across_threads_on_the_frozen_clock() -> None:
                 if not got:
                     time.sleep(0.002)
 
-        threads = [threading.Thread(target=_closing(consumer), args=(i,)) for i in range(4)]
-        for t in threads:
-            t.start()
+        errors: list[BaseException] = []
+        threads = start_threads(4, consumer, errors)
         try:
             for _ in range(int((total - rate) / rate * 10)):
-                _wait_until(lambda: len(claimed) >= rate + rate * elapsed[0] - 1e-9)
+                wait_for(
+                    lambda: len(claimed) >= rate + rate * elapsed[0] - 1e-9,
+                    timeout=30,
+                    every=0.002,
+                    what="consumers stalled",
+                )
                 with lock:
                     clock.advance(0.1)
                     elapsed[0] = round(elapsed[0] + 0.1, 6)
-            _wait_until(lambda: len(claimed) >= total)
+            wait_for(
+                lambda: len(claimed) >= total, timeout=30, every=0.002, what="consumers stalled"
+            )
         finally:
             stop.set()
             for t in threads:
                 t.join(60)
+    assert not errors, errors
     assert violations == []
     assert sorted(claimed) == sorted(set(claimed)) and len(claimed) == total
 
@@ -104,23 +111,6 @@ def test_max_in_flight_holds_across_threads() -> None:
     assert sorted(done) == sorted(set(done)) and len(done) == total
 
 
-def _closing(fn):  # type: ignore[no-untyped-def]
-    def wrapped(i: int) -> None:
-        try:
-            fn(i)
-        finally:
-            connections.close_all()
-
-    return wrapped
-
-
-def _wait_until(predicate, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "consumers stalled"
-        time.sleep(0.002)
-
-
 # -- processes, real clock ------------------------------------------------------------
 
 
@@ -130,7 +120,7 @@ def _run_children(tmp_path: Path, queue: str, n: int, hold_s: float) -> list[dic
     log.touch()
     procs = [
         subprocess.Popen(
-            [sys.executable, "-m", "tests.limits_child", queue, str(log), str(hold_s)],
+            [sys.executable, "-m", "tests.support.limits_child", queue, str(log), str(hold_s)],
             cwd=ROOT,
             env=workers.env(None),
             stdout=subprocess.PIPE,

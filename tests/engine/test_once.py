@@ -7,9 +7,10 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.db import connections, transaction
+from django.db import transaction
 
 import django_mqlite as mq
+from tests.support.concurrency import run_threads
 
 
 @pytest.mark.django_db
@@ -51,32 +52,21 @@ def test_racing_threads_exactly_one_wins() -> None:
         key = f"race-{r}"
         barrier = threading.Barrier(threads_n)
         results: list[bool] = []
-        errors: list[BaseException] = []
         lock = threading.Lock()
 
         def contend(
+            _: int,
             key: str = key,
             barrier: threading.Barrier = barrier,
             results: list[bool] = results,
-            errors: list[BaseException] = errors,
             lock: threading.Lock = lock,
         ) -> None:
-            try:
-                barrier.wait()
-                with transaction.atomic(), mq.once(key) as first:
-                    with lock:
-                        results.append(first)
-            except BaseException as exc:
-                errors.append(exc)
-            finally:
-                connections.close_all()
+            barrier.wait()
+            with transaction.atomic(), mq.once(key) as first:
+                with lock:
+                    results.append(first)
 
-        threads = [threading.Thread(target=contend) for _ in range(threads_n)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(30)
-        assert not errors, errors
+        run_threads(threads_n, contend)
         assert sorted(results) == [False] * (threads_n - 1) + [True]
 
 

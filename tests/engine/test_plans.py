@@ -2,7 +2,8 @@
 its partial index, never scan the message table (SPEC §2 "Claims"; mqlite's O(n²) war
 story is what happens otherwise). The statements are captured from the real calls and
 explained on the database under test, over a backlog large enough that PostgreSQL's
-planner would otherwise prefer a sequential scan."""
+planner would otherwise prefer a sequential scan (``tests/support/plans.py``). Plan text
+is each vendor's own, so the few checks of its wording name the vendor."""
 
 from __future__ import annotations
 
@@ -15,41 +16,12 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 import django_mqlite as mq
+from tests.support.plans import BACKLOG, assert_seeks, explain, full_scans, message_statements
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
-BACKLOG = 20_000
 #: The reaper's lease-return statement (``maintenance.reclaim_sql``).
 RECLAIM = "UPDATE mqlite_message SET state = CASE"
-
-
-def explain(sql: str) -> str:
-    with connection.cursor() as c:
-        if connection.vendor == "sqlite":
-            c.execute("EXPLAIN QUERY PLAN " + sql)
-            return "\n".join(str(r[-1]) for r in c.fetchall())
-        c.execute("EXPLAIN " + sql)
-        return "\n".join(str(r[0]) for r in c.fetchall())
-
-
-def full_scans(plan: str) -> list[str]:
-    """Lines of a plan that read the whole message table."""
-    if connection.vendor == "sqlite":
-        pattern = r"^SCAN (mqlite_message|m)\b(?!.*USING (COVERING )?INDEX)"
-    else:
-        pattern = r"Seq Scan on mqlite_message"
-    return [line for line in plan.splitlines() if re.search(pattern, line.strip())]
-
-
-def message_statements(run: Callable[[], object]) -> Iterator[str]:
-    with CaptureQueriesContext(connection) as ctx:
-        run()
-    for q in ctx.captured_queries:
-        sql = q["sql"]
-        if "mqlite_message" in sql and sql.lstrip().upper().startswith(
-            ("SELECT", "UPDATE", "DELETE", "INSERT INTO MQLITE_MESSAGE", "WITH")
-        ):
-            yield sql
 
 
 @pytest.fixture
@@ -69,18 +41,6 @@ def backlog() -> Iterator[None]:
     with connection.cursor() as c:
         c.execute("ANALYZE")  # realistic planner statistics on both databases
     yield
-
-
-def assert_seeks(run: Callable[[], object], index: str | tuple[str, ...]) -> None:
-    """Every statement ``run`` makes seeks an index (no full scan), one of them ``index``
-    (or one of several indexes that serve the statement equally well)."""
-    statements = list(message_statements(run))
-    assert statements, "nothing was captured"
-    plans = [explain(sql) for sql in statements]
-    for sql, plan in zip(statements, plans, strict=True):
-        assert full_scans(plan) == [], f"{sql}\n--- scans:\n{plan}"
-    wanted = (index,) if isinstance(index, str) else index
-    assert any(i in plan for plan in plans for i in wanted), "\n\n".join(plans)
 
 
 def test_claim_seeks_the_claim_index_behind_a_blocked_group(backlog: None) -> None:

@@ -11,8 +11,7 @@ import pytest
 from django.db import connection
 
 import django_mqlite as mq
-
-from .test_plans import BACKLOG, assert_seeks
+from tests.support.plans import BACKLOG, assert_seeks
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 

@@ -10,8 +10,7 @@ import pytest
 from django.db import connection
 
 import django_mqlite as mq
-
-from .test_plans import BACKLOG, assert_seeks, explain, message_statements
+from tests.support.plans import BACKLOG, assert_seeks, explain, message_statements
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 

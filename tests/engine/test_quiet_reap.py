@@ -12,9 +12,10 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from django.db import connection, connections
+from django.db import connection
 
 import django_mqlite as mq
+from tests.support.concurrency import start_threads
 from tests.support.features import requires
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -146,25 +147,14 @@ def test_a_quiet_pass_never_deadlocks_a_sender_across_steps(
     monkeypatch.setattr(maintenance, "promote_scheduled", promote_then_pause)
     errors: list[BaseException] = []
 
-    def run(fn: Any) -> threading.Thread:
-        def body() -> None:
-            try:
-                fn()
-            except BaseException as exc:
-                errors.append(exc)
-            finally:
-                connections.close_all()
-
-        t = threading.Thread(target=body)
-        t.start()
-        return t
-
-    reaper = run(lambda: mq.reap(using="default", quiet=True))
+    (reaper,) = start_threads(1, lambda _: mq.reap(using="default", quiet=True), errors)
     assert between.wait(5)
-    sender = run(
-        lambda: mq.send_batch(
+    (sender,) = start_threads(
+        1,
+        lambda _: mq.send_batch(
             q, [mq.OutMessage(b"x", group_id="a"), mq.OutMessage(b"y", group_id="b")]
-        )
+        ),
+        errors,
     )
     time.sleep(0.5)
     go_on.set()

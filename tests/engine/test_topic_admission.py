@@ -11,8 +11,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 
 import django_mqlite as mq
-
-from ..surfaces.test_cross_surface import messages, unique
+from tests.support.messages import messages, unique
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -10,24 +10,15 @@ import time
 from collections import Counter
 
 import pytest
-from django.db import OperationalError, connections, transaction
+from django.db import transaction
 
 import django_mqlite as mq
+from tests.support.concurrency import retrying, start_threads
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 PUBLISHERS = 3
 PUBLISHES = 60
-
-
-def retrying(fn):  # type: ignore[no-untyped-def]
-    """SQLite may report a busy database under contention; try again."""
-    for attempt in range(100):
-        try:
-            return fn()
-        except OperationalError:
-            time.sleep(0.005 * (attempt + 1))
-    return fn()
 
 
 def test_a_subscription_change_is_never_half_seen_by_a_publish() -> None:
@@ -39,39 +30,26 @@ def test_a_subscription_change_is_never_half_seen_by_a_publish() -> None:
     reached: dict[str, int] = {}
     done = threading.Event()
 
-    def swapper() -> None:
+    def swapper(_: int) -> None:
         current, other = "a", "b"
-        try:
-            while not done.is_set():
+        while not done.is_set():
 
-                def swap(current: str = current, other: str = other) -> None:
-                    with transaction.atomic():
-                        mq.unsubscribe("t", current)
-                        time.sleep(0.001)  # widen the window a publish could fall into
-                        mq.subscribe("t", other)
+            def swap(current: str = current, other: str = other) -> None:
+                with transaction.atomic():
+                    mq.unsubscribe("t", current)
+                    time.sleep(0.001)  # widen the window a publish could fall into
+                    mq.subscribe("t", other)
 
-                retrying(swap)
-                current, other = other, current
-        except BaseException as exc:
-            errors.append(exc)
-        finally:
-            connections.close_all()
+            retrying(swap)
+            current, other = other, current
 
     def publisher(i: int) -> None:
-        try:
-            for n in range(PUBLISHES):
-                body = f"{i}-{n}"
-                reached[body] = retrying(lambda body=body: mq.publish("t", body))
-        except BaseException as exc:
-            errors.append(exc)
-        finally:
-            connections.close_all()
+        for n in range(PUBLISHES):
+            body = f"{i}-{n}"
+            reached[body] = retrying(lambda body=body: mq.publish("t", body))
 
-    threads = [threading.Thread(target=publisher, args=(i,)) for i in range(PUBLISHERS)]
-    swap_thread = threading.Thread(target=swapper)
-    swap_thread.start()
-    for t in threads:
-        t.start()
+    (swap_thread,) = start_threads(1, swapper, errors)
+    threads = start_threads(PUBLISHERS, publisher, errors)
     for t in threads:
         t.join(300)
     done.set()

@@ -151,9 +151,7 @@ class History:
         return sum(n - 1 for n in per_ref.values() if n > 1)
 
     def stale_settlements(self, lock_ms: int) -> list[str]:
-        bad = lease_violations(
-            self.deliveries, self.settled, lock_ms, engine_clock=connection.vendor == "sqlite"
-        )
+        bad = lease_violations(self.deliveries, self.settled, lock_ms)
         bad += [
             f"lease {t} settled {len(v)} times: {v}" for t, v in self.settled.items() if len(v) > 1
         ]

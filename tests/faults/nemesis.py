@@ -24,7 +24,7 @@ from typing import Any
 
 from django.db import DatabaseError, connection
 
-from .dbfaults import terminate_backends
+from tests.support.dbfaults import terminate_backends
 
 #: The PostgreSQL cluster the long form restarts (``pg_ctlcluster`` version and name,
 #: ``MQLITE_FAULTS_PG_CLUSTER``, with ``PGPORT`` pointing the tests at it): a private

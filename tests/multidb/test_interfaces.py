@@ -12,8 +12,8 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 import django_mqlite as mq
-from tests.cli_helpers import mqlite, mqlite_json
 from tests.settings import SECOND
+from tests.support.cli_helpers import mqlite, mqlite_json
 
 from .conftest import BOTH, FAR, NEAR, rows
 

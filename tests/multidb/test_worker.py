@@ -9,8 +9,8 @@ import pytest
 
 import django_mqlite as mq
 from django_mqlite.models import Worker
-from tests.procs import wait_for
 from tests.settings import SECOND
+from tests.support.procs import wait_for
 
 from .conftest import BOTH
 

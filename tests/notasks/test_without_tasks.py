@@ -15,8 +15,8 @@ import django
 import pytest
 from django.db import connection, connections
 
-from tests.procs import ROOT
 from tests.settings import SECOND
+from tests.support.procs import ROOT
 
 pytestmark = pytest.mark.django_db(transaction=True, databases=["default", SECOND])
 

@@ -16,7 +16,8 @@ import django_mqlite as mq
 from django_mqlite import checks
 from django_mqlite.consumers import Consumer, Registry
 from django_mqlite.testing import drain
-from django_mqlite.worker import Worker, middleware
+from django_mqlite.worker import middleware
+from tests.support.inprocess import burst
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -76,10 +77,6 @@ CHAIN = [f"{HERE}.outer", f"{HERE}.tenant"]
 @pytest.fixture(autouse=True)
 def _clear() -> None:
     SEEN.clear()
-
-
-def burst(registry: Registry, queue: str) -> None:
-    Worker([queue], burst=True, install_signals=False, registry=registry, reaper=False).run()
 
 
 @override_settings(MQLITE={"MIDDLEWARE": CHAIN})

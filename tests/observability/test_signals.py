@@ -13,7 +13,7 @@ import django_mqlite as mq
 from django_mqlite.consumers import Registry
 from django_mqlite.engine import databases, events
 from django_mqlite.testing import drain
-from django_mqlite.worker import Worker
+from tests.support.inprocess import burst
 
 from .conftest import Recorder
 
@@ -90,7 +90,7 @@ def test_worker_failures_dead_letter_with_their_reason(signals_seen: Recorder) -
         raise RuntimeError("boom")
 
     registry.register("s5", handle)
-    Worker(["s5"], burst=True, install_signals=False, registry=registry, reaper=False).run()
+    burst(registry, "s5")
     dead = {e["seq"]: e["reason"] for e in signals_seen.of("message_dead_lettered")}
     assert dead == {a: "MaxDeliveryCountExceeded", b: "Invalid"}
     [started] = signals_seen.of("worker_started")

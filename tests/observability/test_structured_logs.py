@@ -11,7 +11,7 @@ import pytest
 
 import django_mqlite as mq
 from django_mqlite.consumers import Registry
-from django_mqlite.worker import Worker
+from tests.support.inprocess import burst
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -34,7 +34,7 @@ def test_worker_lines_about_a_message_carry_its_fields(caplog: Any) -> None:
     registry = Registry()
     registry.register("lg", handle)
     caplog.set_level(logging.INFO, logger="django_mqlite")
-    Worker(["lg"], burst=True, install_signals=False, registry=registry, reaper=False).run()
+    burst(registry, "lg")
     about = [r for r in caplog.records if " #" in r.getMessage()]
     assert {r.levelname for r in about} >= {"INFO", "WARNING"}
     for r in about:

@@ -13,16 +13,12 @@ import pytest
 
 import django_mqlite as mq
 from django_mqlite.consumers import Registry
-from django_mqlite.worker import Worker
+from tests.support.inprocess import burst
 
 pytest.importorskip("opentelemetry.sdk", reason="the [otel] extra is not installed")
 from opentelemetry.trace import SpanKind, StatusCode
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def burst(registry: Registry, *queues: str) -> None:
-    Worker(list(queues), burst=True, install_signals=False, registry=registry, reaper=False).run()
 
 
 def named(spans: Any, name: str) -> list[Any]:

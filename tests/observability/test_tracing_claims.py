@@ -12,8 +12,9 @@ import pytest
 
 import django_mqlite as mq
 from django_mqlite.consumers import Registry
+from tests.support.inprocess import burst
 
-from .test_tracing import burst, named, one, parent_of
+from .test_tracing import named, one, parent_of
 
 pytest.importorskip("opentelemetry.sdk", reason="the [otel] extra is not installed")
 from opentelemetry.trace import SpanKind, StatusCode

@@ -24,8 +24,8 @@ from django.db import connection
 
 import django_mqlite as mq
 from django_mqlite.conf import current
-
-from ..procs import MANAGE, ROOT, wait_for
+from tests.support.features import has
+from tests.support.procs import MANAGE, ROOT, wait_for
 
 
 class Fleet:
@@ -149,8 +149,6 @@ def lease_violations(
     deliveries: list[dict[str, Any]],
     settled: dict[str, list[tuple[str, int]]],
     lock_ms: int,
-    *,
-    engine_clock: bool,
 ) -> list[str]:
     """The oracle: per message, its recorded deliveries in order must have distinct
     tokens and increasing delivery counts; each must begin only after the previous
@@ -162,10 +160,12 @@ def lease_violations(
     renewals only extend it, and under the suite's settings stale-worker reclaim waits
     longer than a lease. A delivery begins at its
     claim: the claim's own clock reading (``until - lock``) where writes are serialized
-    (SQLite: the claim reads the clock inside its write lock, so it is ordered after
-    every earlier commit), else the handler's start, which is after the claim committed
-    (PostgreSQL: a claim may read the clock just before a concurrent settlement commits).
+    (no ``concurrent_writers``, SQLite: the claim reads the clock inside its write lock,
+    so it is ordered after every earlier commit), else the handler's start, which is
+    after the claim committed (PostgreSQL: a claim may read the clock just before a
+    concurrent settlement commits).
     """
+    claim_clock = not has("concurrent_writers")
     by_seq: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for d in deliveries:
         by_seq[d["seq"]].append(d)
@@ -186,7 +186,7 @@ def lease_violations(
         for prev, nxt in itertools.pairwise(ds):
             ends = [t for _v, t in settled.get(prev["token"], [])]
             end = min(ends) if ends else prev["until_ms"]
-            begin = nxt["until_ms"] - lock_ms if engine_clock else nxt["start_ms"]
+            begin = nxt["until_ms"] - lock_ms if claim_clock else nxt["start_ms"]
             if begin < end:
                 bad.append(
                     f"{seq}: delivery {nxt['delivery']} began at {begin} while delivery "

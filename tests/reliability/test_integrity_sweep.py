@@ -126,12 +126,7 @@ def test_integrity_sweep(tmp_path: Path, long_run: bool) -> None:
     assert {r["n"] for r in records} == set(range(1, n + 1))
     assert {r["seq"] for r in records} == set(seqs.values())
     assert max(r["delivery"] for r in records) <= MAX_DELIVERIES
-    violations = lease_violations(
-        records,
-        receipts(),
-        int(LOCK_S * 1000),
-        engine_clock=connection.vendor == "sqlite",
-    )
+    violations = lease_violations(records, receipts(), int(LOCK_S * 1000))
     assert violations == [], violations[:20]
     totals = check_totals("sweep")
     assert totals["enqueued"] == n and totals["completed"] == n, totals

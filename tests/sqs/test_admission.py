@@ -10,8 +10,7 @@ from typing import Any
 import pytest
 
 import django_mqlite as mq
-
-from ..legacy_rows import store_raw
+from tests.support.legacy_rows import BAD_ATTRIBUTE_SHAPES, store_raw
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -57,19 +56,11 @@ def test_attribute_values_follow_the_engine_rule(sqs: Any, queue_url: str) -> No
     assert err.value.response["Error"]["Code"] == "InvalidParameterValue"
 
 
-#: Properties an HTTP producer could store before admission checked attribute shapes.
-BAD_SHAPES = [
-    {"DataType": "String", "StringValue": 123},
-    {"DataType": "Binary", "BinaryValue": "%%% not base64"},
-    {"DataType": "String", "StringListValues": [1, 2]},
-]
-
-
 def test_stored_invalid_attribute_shapes_still_receive(sqs: Any, queue_url: str) -> None:
     """Rows an older version admitted (``tests/api/test_admission`` shows the HTTP API
     refusing these shapes now): each renders as a String attribute holding its
     JSON, the receive answers 200 and the message can be deleted; its neighbours are fine."""
-    for shape in BAD_SHAPES:
+    for shape in BAD_ATTRIBUTE_SHAPES:
         store_raw("orders", b"legacy", properties_json=json.dumps({"x": shape}))
     mq.send("orders", "neighbour")
     got = sqs.receive_message(
@@ -78,7 +69,7 @@ def test_stored_invalid_attribute_shapes_still_receive(sqs: Any, queue_url: str)
     assert len(got) == 4
     legacy = [m for m in got if m["Body"] == "legacy"]
     assert sorted(m["MessageAttributes"]["x"]["StringValue"] for m in legacy) == sorted(
-        json.dumps(s) for s in BAD_SHAPES
+        json.dumps(s) for s in BAD_ATTRIBUTE_SHAPES
     )
     for m in got:
         sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=m["ReceiptHandle"])

@@ -11,8 +11,8 @@ import pytest
 from django.contrib.auth.models import User
 
 import django_mqlite as mq
+from tests.support.invariants import assert_stats_invariants
 
-from ..invariants import assert_stats_invariants
 from .conftest import CREDENTIALS
 from .signing import call, call_query, send_raw, sign
 

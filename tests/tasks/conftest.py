@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
@@ -9,6 +9,7 @@ from django_mqlite.consumers import Registry
 from django_mqlite.tasks.compat import task_backends
 from django_mqlite.tasks.runner import register_task_queues
 from django_mqlite.worker import Worker
+from tests.support.inprocess import burst
 
 
 @pytest.fixture
@@ -20,13 +21,9 @@ def backend() -> Any:
 def run_worker() -> Callable[..., Worker]:
     """Run an in-process worker over the task queues until nothing is claimable."""
 
-    def run(**options: Any) -> Worker:
+    def run(queues: Sequence[str] = (), **options: Any) -> Worker:
         registry = Registry()
         register_task_queues(registry)
-        worker = Worker(
-            burst=True, install_signals=False, reaper=False, registry=registry, **options
-        )
-        worker.run()
-        return worker
+        return burst(registry, *queues, **options)
 
     return run

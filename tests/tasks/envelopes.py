@@ -10,6 +10,7 @@ from django_mqlite.consumers import Registry
 from django_mqlite.tasks import signing
 from django_mqlite.tasks.runner import give_up, run_task, timeout_for
 from django_mqlite.worker import Worker
+from tests.support.inprocess import burst
 
 ADD = "tests.workerproject.recorder.tasks.add"
 REMEMBER = "tests.workerproject.recorder.tasks.remember"
@@ -44,9 +45,7 @@ def drain(*queues: str) -> Worker:
     registry = Registry()
     for queue in queues:
         registry.register(queue, run_task, timeout_for=timeout_for, give_up=give_up)
-    worker = Worker(burst=True, install_signals=False, reaper=False, registry=registry)
-    worker.run()
-    return worker
+    return burst(registry)
 
 
 def forget_outside_module() -> None:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from django_mqlite.tasks.compat import TaskResultStatus
-from tests.procs import MANAGE, ROOT
+from tests.support.procs import MANAGE, ROOT
 from tests.workerproject.recorder import tasks
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -13,7 +13,8 @@ from django.test import override_settings
 import django_mqlite as mq
 from django_mqlite.consumers import Registry
 from django_mqlite.models import Worker as WorkerRow
-from django_mqlite.worker import Worker, clockskew
+from django_mqlite.worker import clockskew
+from tests.support.inprocess import burst
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -21,12 +22,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def shift_host_clock(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
     real = time.time_ns
     monkeypatch.setattr(clockskew.time, "time_ns", lambda: real() + int(seconds * 1e9))
-
-
-def burst(registry: Registry, queue: str) -> Worker:
-    worker = Worker([queue], burst=True, install_signals=False, registry=registry, reaper=False)
-    worker.run()
-    return worker
 
 
 def handler(msg: mq.Received) -> None:

@@ -15,8 +15,7 @@ import pytest
 import django_mqlite as mq
 from django_mqlite.consumers import Registry
 from django_mqlite.worker import Worker, clockskew
-
-from ..procs import wait_for
+from tests.support.procs import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

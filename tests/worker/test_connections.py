@@ -9,8 +9,7 @@ import pytest
 from django.db import connection
 
 import django_mqlite as mq
-
-from ..procs import wait_for
+from tests.support.procs import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

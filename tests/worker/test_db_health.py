@@ -16,9 +16,9 @@ from django.test import override_settings
 import django_mqlite as mq
 from django_mqlite.consumers import Registry
 from django_mqlite.worker import Worker
-
-from ..faults.dbfaults import break_connection, break_wrapper
-from ..procs import wait_for
+from tests.support.dbfaults import break_connection, break_wrapper
+from tests.support.inprocess import burst
+from tests.support.procs import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -26,11 +26,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def run(queue: str, handle: Any, **options: Any) -> Worker:
     registry = Registry()
     registry.register(queue, handle)
-    worker = Worker(
-        [queue], burst=True, reaper=False, install_signals=False, registry=registry, **options
-    )
-    worker.run()
-    return worker
+    return burst(registry, queue, **options)
 
 
 @override_settings(MQLITE={"RETRY_BACKOFF_BASE": 0, "RETRY_BACKOFF_CAP": 0})

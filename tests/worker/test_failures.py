@@ -7,8 +7,7 @@ from typing import Any
 import pytest
 
 import django_mqlite as mq
-
-from ..procs import wait_for
+from tests.support.procs import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -74,7 +73,7 @@ def test_the_last_failed_attempt_is_forwarded_by_the_batched_abandon() -> None:
     a failure on the last allowed delivery is dead-lettered and forwarded, and the
     worker counts what the verb answered."""
     from django_mqlite.consumers import Registry
-    from django_mqlite.worker import Worker
+    from tests.support.inprocess import burst
 
     mq.create_queue("poison.dlq")
     mq.create_queue("poison", max_delivery_count=1, forward_dead_letters_to="poison.dlq")
@@ -85,8 +84,7 @@ def test_the_last_failed_attempt_is_forwarded_by_the_batched_abandon() -> None:
 
     registry = Registry()
     registry.register("poison", handle)
-    worker = Worker(["poison"], burst=True, reaper=False, install_signals=False, registry=registry)
-    worker.run()
+    worker = burst(registry, "poison")
     assert worker.outcomes == {"forwarded": 3}
     assert mq.peek("poison") == []
     moved = mq.peek("poison.dlq")

@@ -22,8 +22,7 @@ import django_mqlite as mq
 from django_mqlite.consumers import Registry
 from django_mqlite.engine import listen, send_one, wakeup
 from django_mqlite.worker import Worker, runner
-
-from ..procs import wait_for
+from tests.support.procs import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

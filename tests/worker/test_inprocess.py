@@ -13,15 +13,9 @@ from django.test import override_settings
 import django_mqlite as mq
 from django_mqlite.consumers import Registry
 from django_mqlite.worker import Worker, backoff_delay
+from tests.support.inprocess import burst
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def run_burst(registry: Registry, queue: str, **kwargs: Any) -> Worker:
-    options = {"reaper": False, **kwargs}
-    worker = Worker([queue], burst=True, install_signals=False, registry=registry, **options)
-    assert worker.run() == 0
-    return worker
 
 
 def failing(msg: mq.Received) -> None:
@@ -43,17 +37,17 @@ def test_retry_schedule_on_the_frozen_clock(clock: Any) -> None:
     registry = Registry()
     registry.register("bk", failing)
     for attempt, nominal in [(1, 1.0), (2, 2.0), (3, 4.0), (4, 4.0)]:
-        run_burst(registry, "bk")
+        burst(registry, "bk")
         [p] = mq.peek("bk")
         assert (p.state, p.delivery_count) == ("scheduled", attempt)
         assert p.visible_at is not None
         delay = (p.visible_at - clock.now()).total_seconds()
         assert nominal / 2 - 0.001 <= delay <= nominal
         assert f"RuntimeError: attempt {attempt}" in (p.last_error or "")
-        run_burst(registry, "bk")  # not due yet: nothing to claim
+        burst(registry, "bk")  # not due yet: nothing to claim
         assert mq.peek("bk")[0].delivery_count == attempt
         clock.advance(delay)
-    run_burst(registry, "bk")
+    burst(registry, "bk")
     [dead] = mq.peek("bk", state="dead_lettered")
     assert dead.seq == seq and dead.dead_letter_reason == "MaxDeliveryCountExceeded"
     assert "RuntimeError: attempt 5" in (dead.last_error or "")
@@ -72,7 +66,7 @@ def test_handler_that_settles_itself_is_left_alone(caplog: Any) -> None:
             msg.complete()
 
     registry.register("own", handle)
-    run_burst(registry, "own")
+    burst(registry, "own")
     assert [(p.seq, p.state) for p in mq.peek("own")] == [(deferred, "deferred")]
     assert mq.stats("own").totals["completed"] == 1
     assert completed not in [p.seq for p in mq.peek("own")]
@@ -93,7 +87,7 @@ def test_module_level_settlement_marked_on_the_message() -> None:
         msg.settled = "complete"
 
     registry.register("res", handle)
-    run_burst(registry, "res")
+    burst(registry, "res")
     [p] = mq.peek("res")
     assert p.state == "completed"
 
@@ -104,7 +98,7 @@ def test_worker_registers_heartbeats_and_marks_stopped() -> None:
     mq.create_queue("hb")
     registry = Registry()
     registry.register("hb", lambda msg: None)
-    worker = run_burst(registry, "hb", concurrency=3)
+    worker = burst(registry, "hb", concurrency=3)
     row = WorkerRow.objects.get(pk=worker.worker_id)
     assert row.queues == ["hb"] and row.stopped_at is not None and row.in_flight == 0
     assert row.started_at <= row.last_seen
@@ -158,5 +152,5 @@ def test_a_worker_that_cannot_settle_on_stopping_is_not_marked_stopped(
     assert (p.seq, p.state) == (seq, "locked")
     assert mq.reap()["stale_worker_locks"] == 0  # not before the heartbeat goes stale
     monkeypatch.undo()  # with the completion written, stopping marks the row
-    worker2 = run_burst(registry, "nf")
+    worker2 = burst(registry, "nf")
     assert WorkerRow.objects.get(pk=worker2.worker_id).stopped_at is not None

@@ -11,8 +11,7 @@ from django.db import transaction
 
 import django_mqlite as mq
 from django_mqlite.models import Worker
-
-from ..procs import wait_for
+from tests.support.procs import wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("needs_notify")]
 

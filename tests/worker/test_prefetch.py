@@ -15,8 +15,8 @@ from django_mqlite.consumers import Registry
 from django_mqlite.engine import settle
 from django_mqlite.worker import Worker, runner
 from django_mqlite.worker.prefetch import GROUP_COMMIT_S, MAX_BATCH, Prefetch, flush_due
-
-from ..procs import wait_for
+from tests.support.inprocess import burst
+from tests.support.procs import wait_for
 
 
 def test_prefetch_starts_at_one_per_thread_and_follows_handler_times() -> None:
@@ -66,7 +66,7 @@ def test_one_thread_claims_and_completes_short_handlers_in_batches(
     seen: list[int] = []
     registry = Registry()
     registry.register("pf", lambda msg: seen.append(msg.seq))
-    Worker(["pf"], burst=True, reaper=False, install_signals=False, registry=registry).run()
+    burst(registry, "pf")
     assert len(seen) == n and mq.stats("pf").totals["completed"] == n
     assert sum(claims.calls) == n and sum(completes.calls) == n
     # Without prefetch one thread claims one message per claim (n claims).
@@ -133,7 +133,7 @@ def test_failures_are_abandoned_in_batches(monkeypatch: pytest.MonkeyPatch) -> N
 
     registry = Registry()
     registry.register("fail", handle)
-    Worker(["fail"], burst=True, reaper=False, install_signals=False, registry=registry).run()
+    burst(registry, "fail")
     assert sum(batches.calls) == n and len(batches.calls) < n / 4, batches.calls
     states = {p.state for p in mq.peek("fail", limit=n)}
     assert states == {"scheduled"}  # each parked for its retry, its error kept

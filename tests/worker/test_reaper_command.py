@@ -12,8 +12,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 import django_mqlite as mq
-
-from ..procs import wait_for
+from tests.support.procs import wait_for
 
 pytestmark = pytest.mark.django_db
 

@@ -8,7 +8,7 @@ import pytest
 
 import django_mqlite as mq
 from django_mqlite.consumers import Registry
-from django_mqlite.worker import Worker
+from tests.support.inprocess import burst
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -22,8 +22,7 @@ def test_a_reject_with_a_surrogate_reason_dead_letters_at_once() -> None:
     mq.send("rj", {"n": 1})
     registry = Registry()
     registry.register("rj", rejecting)
-    worker = Worker(["rj"], burst=True, install_signals=False, registry=registry, reaper=False)
-    assert worker.run() == 0
+    burst(registry, "rj")
     (dead,) = mq.peek("rj", state="dead_lettered")
     assert dead.delivery_count == 1
     assert (dead.dead_letter_reason, dead.dead_letter_description) == (

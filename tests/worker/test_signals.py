@@ -10,8 +10,7 @@ from typing import Any
 import pytest
 
 import django_mqlite as mq
-
-from ..procs import wait_for
+from tests.support.procs import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -8,6 +8,7 @@ import pytest
 import django_mqlite as mq
 from django_mqlite.consumers import Registry
 from django_mqlite.worker import Worker
+from tests.support.inprocess import burst
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -19,8 +20,7 @@ def run(queue: str, handle: object) -> Worker:
     registry.register(queue, handle)
     failures = 0
     for _ in range(20):
-        worker = Worker([queue], burst=True, reaper=False, install_signals=False, registry=registry)
-        worker.run()
+        worker = burst(registry, queue)
         failures += worker.pool.failures
         if not mq.peek(queue, state="active"):
             break

@@ -20,8 +20,7 @@ from django_mqlite.consumers import Registry
 from django_mqlite.engine import settle
 from django_mqlite.worker import Worker, background, runner, settlement
 from django_mqlite.worker.prefetch import start_margin_s
-
-from ..procs import wait_for
+from tests.support.procs import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

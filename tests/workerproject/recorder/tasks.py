@@ -94,7 +94,7 @@ def loses_its_connection(context: Any, succeed_on: int) -> int:
     then queries, on every attempt before ``succeed_on``."""
     from django.contrib.auth.models import User
 
-    from tests.faults.dbfaults import break_connection
+    from tests.support.dbfaults import break_connection
 
     if context.attempt < succeed_on:
         break_connection()

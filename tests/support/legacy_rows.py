@@ -1,5 +1,6 @@
 """Rows as an older version could have stored them, written past admission with raw
-SQL, for the tests of total rendering (every reader shows them, none fails)."""
+SQL, and property shapes it admitted, for the tests of total rendering (every reader
+shows them, none fails)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,14 @@ from typing import Any
 from django.db import connection
 
 import django_mqlite as mq
+
+#: Properties an HTTP producer could store before admission checked attribute shapes:
+#: the HTTP API refuses them now, every reader still renders them.
+BAD_ATTRIBUTE_SHAPES = [
+    {"DataType": "String", "StringValue": 123},
+    {"DataType": "Binary", "BinaryValue": "%%% not base64"},
+    {"DataType": "String", "StringListValues": [1, 2]},
+]
 
 
 def store_raw(

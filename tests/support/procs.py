@@ -18,9 +18,9 @@ from typing import Any
 
 from django.db import connection, connections
 
-from .settings import SECOND
+from tests.settings import SECOND
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 MANAGE = ROOT / "tests" / "workerproject" / "manage.py"
 
 

@@ -2,8 +2,8 @@
 empty for a while, and records each claim and completion as a JSON line (real time
 before and after each call), for the parent's oracle.
 
-Run as ``python -m tests.limits_child QUEUE LOG HOLD_S`` with the worker project's
-settings in the environment (see ``tests.procs.Workers.env``).
+Run as ``python -m tests.support.limits_child QUEUE LOG HOLD_S`` with the worker project's
+settings in the environment (see ``tests.support.procs.Workers.env``).
 """
 
 from __future__ import annotations

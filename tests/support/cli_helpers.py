@@ -1,3 +1,5 @@
+"""The ``mqlite`` management command run in-process, its output as text or parsed JSON."""
+
 from __future__ import annotations
 
 import json

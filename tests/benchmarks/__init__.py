@@ -1,0 +1,1 @@
+"""Tests of benchmarks/: the harness runs, and the docs show what its results files say."""

@@ -1,0 +1,60 @@
+"""Query plans of the statements a call makes, for the plan-pinning tests
+(``tests/engine/test_plans*.py``): capture what a call runs against the message table,
+explain it on the database under test, and find full scans. ``EXPLAIN`` and the text of
+a plan are each vendor's own (SQLite's ``EXPLAIN QUERY PLAN`` lines, PostgreSQL's plan
+tree), so this module branches on the vendor: no dialect feature says how a plan reads."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+#: Messages behind the statements under test: enough that PostgreSQL's planner would
+#: prefer a sequential scan where no index serves.
+BACKLOG = 20_000
+
+
+def explain(sql: str) -> str:
+    """The plan of ``sql`` on the database under test, one line per plan line."""
+    with connection.cursor() as c:
+        if connection.vendor == "sqlite":
+            c.execute("EXPLAIN QUERY PLAN " + sql)
+            return "\n".join(str(r[-1]) for r in c.fetchall())
+        c.execute("EXPLAIN " + sql)
+        return "\n".join(str(r[0]) for r in c.fetchall())
+
+
+def full_scans(plan: str) -> list[str]:
+    """Lines of a plan that read the whole message table."""
+    if connection.vendor == "sqlite":
+        pattern = r"^SCAN (mqlite_message|m)\b(?!.*USING (COVERING )?INDEX)"
+    else:
+        pattern = r"Seq Scan on mqlite_message"
+    return [line for line in plan.splitlines() if re.search(pattern, line.strip())]
+
+
+def message_statements(run: Callable[[], object]) -> Iterator[str]:
+    """The statements ``run`` makes that read or write the message table."""
+    with CaptureQueriesContext(connection) as ctx:
+        run()
+    for q in ctx.captured_queries:
+        sql = q["sql"]
+        if "mqlite_message" in sql and sql.lstrip().upper().startswith(
+            ("SELECT", "UPDATE", "DELETE", "INSERT INTO MQLITE_MESSAGE", "WITH")
+        ):
+            yield sql
+
+
+def assert_seeks(run: Callable[[], object], index: str | tuple[str, ...]) -> None:
+    """Every statement ``run`` makes seeks an index (no full scan), one of them ``index``
+    (or one of several indexes that serve the statement equally well)."""
+    statements = list(message_statements(run))
+    assert statements, "nothing was captured"
+    plans = [explain(sql) for sql in statements]
+    for sql, plan in zip(statements, plans, strict=True):
+        assert full_scans(plan) == [], f"{sql}\n--- scans:\n{plan}"
+    wanted = (index,) if isinstance(index, str) else index
+    assert any(i in plan for plan in plans for i in wanted), "\n\n".join(plans)
