@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+import statistics
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -372,6 +373,313 @@ def quick_before_after(_: Data) -> str:
     return "\n".join(lines)
 
 
+# 2026-12-04: one session with a cooldown between runs (docs/benchmark.md says which):
+# the defaults before (01deda3) and after, and after with the [otel] extra (no SDK), in
+# the order they ran; then the tuned scenarios at --quick sizes before and after.
+SESSION_2026_12_04 = [  # (run, results file), in the order they ran
+    ("B1", "defaults-2026-12-04-before-1.json"),
+    ("A1", "defaults-2026-12-04-after-1.json"),
+    ("O1", "defaults-2026-12-04-otel-1.json"),
+    ("O2", "defaults-2026-12-04-otel-2.json"),
+    ("A2", "defaults-2026-12-04-after-2.json"),
+    ("A3", "defaults-2026-12-04-after-3.json"),
+    ("O3", "defaults-2026-12-04-otel-3.json"),
+    ("O4", "defaults-2026-12-04-otel-4.json"),
+    ("A4", "defaults-2026-12-04-after-4.json"),
+    ("B2", "defaults-2026-12-04-before-2.json"),
+    ("QB1", "results-2026-12-04-quick-before-1.json"),
+    ("QA1", "results-2026-12-04-quick-after-1.json"),
+    ("QA2", "results-2026-12-04-quick-after-2.json"),
+    ("QB2", "results-2026-12-04-quick-before-2.json"),
+]
+_RUN_FILE = dict(SESSION_2026_12_04)
+# The [otel] pairs (first run, second run): plain first, otel first, plain first, otel first.
+OTEL_PAIRS_2026_12_04 = [("A1", "O1"), ("O2", "A2"), ("A3", "O3"), ("O4", "A4")]
+# Runs of the same code back to back (a cooldown between them, as between all runs).
+SAME_CODE_2026_12_04 = [("O1", "O2"), ("A2", "A3"), ("O3", "O4")]
+QUICK_PAIRS_2026_12_04 = [("QB1", "QA1"), ("QB2", "QA2")]  # (before, after); pair 2: after first
+_DBS = (("sqlite", "SQLite"), ("postgres", "PostgreSQL"))
+
+
+def _runs(labels: str) -> list[Data]:
+    return [load(_RUN_FILE[label]) for label in labels.split()]
+
+
+def _per_run(runs: list[Data], db: str, key: str, field: str = "median") -> list[float]:
+    return [float(_flat(d, db)[key][field]) for d in runs]
+
+
+def _gm(values: list[float]) -> float:
+    return statistics.geometric_mean(values)
+
+
+def session_2026_12_04(_: Data) -> str:
+    """Every run of the session: when, on what load, which code, with or without the
+    extra (all from the files' own machine block and the engine path their child read)."""
+    lines = [
+        "| run | results file | started (UTC) | one-minute load, start → end "
+        "| code imported | opentelemetry-api |",
+        "|---|---|---|---|---|---|",
+    ]
+    for label, name in SESSION_2026_12_04:
+        d = load(name)
+        m = d["machine"]
+        tree = Path(d["results"]["sqlite"]["engine"]).parent.parent.name
+        otel = m.get("opentelemetry_api", "not recorded")
+        lines.append(
+            f"| {label} | `{name}` | {d['started'][11:16]} "
+            f"| {m['load_before'][0]:.2f} → {m['load_after'][0]:.2f} | `{tree}` "
+            f"| {otel or 'not installed'} |"
+        )
+    return "\n".join(lines)
+
+
+def before_after_2026_12_04(_: Data) -> str:
+    """The defaults before and after: the median over each side's runs, every run's
+    value beside it, and CPU per task (the figure the machine's load moves least)."""
+    before, after = _runs("B1 B2"), _runs("A1 A2 A3 A4")
+    lines = [
+        "| database | measure | before: median (B1 / B2) "
+        "| after: median (A1 / A2 / A3 / A4) | after ÷ before | after's runs "
+        "| next to each other: A1 ÷ B1 / A4 ÷ B2 | CPU per task, after ÷ before |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for db, label in _DBS:
+        for key, name in _MEASURES.items():
+            k = f"mqlite.{key}"
+            was, now = _per_run(before, db, k), _per_run(after, db, k)
+            mw, mn = statistics.median(was), statistics.median(now)
+            if min(now) > max(was):
+                where = "all above before's"
+            elif max(now) < min(was):
+                where = "**all below before's**"
+            else:
+                where = "overlap before's"
+            cpu = "-"
+            if "cpu_us_per_msg" in _flat(before[0], db)[k]:
+                cw = statistics.median(_per_run(before, db, k, "cpu_us_per_msg"))
+                cn = statistics.median(_per_run(after, db, k, "cpu_us_per_msg"))
+                cpu = f"{cn / cw:.2f}"
+            lines.append(
+                f"| {label} | {name} | {_n(mw)}/s ({' / '.join(_n(v) for v in was)}) "
+                f"| {_n(mn)}/s ({' / '.join(_n(v) for v in now)}) | {mn / mw:.2f} "
+                f"| {where} | {now[0] / was[0]:.2f} / {now[-1] / was[-1]:.2f} | {cpu} |"
+            )
+    return "\n".join(lines)
+
+
+def _otel_sides(db: str, k: str, field: str = "median") -> tuple[list[float], list[float]]:
+    plain = _per_run(_runs("A1 A2 A3 A4"), db, k, field)
+    extra = _per_run(_runs("O1 O2 O3 O4"), db, k, field)
+    return plain, extra
+
+
+def _pair_ratios(db: str, k: str) -> list[float]:
+    """[otel] ÷ plain in each pair."""
+    out = []
+    for first, second in OTEL_PAIRS_2026_12_04:
+        a, b = (_med(load(_RUN_FILE[x]), db, k) for x in (first, second))
+        out.append(b / a if first.startswith("A") else a / b)
+    return out
+
+
+def otel_2026_12_04(_: Data) -> str:
+    """The [otel] extra with no SDK against the same code without it: the ratio of the
+    geometric means over four runs each, each pair's ratio, and the 5% condition."""
+    lines = [
+        "| database | measure | without: geometric mean | [otel] ÷ without "
+        "| pair 1 / 2 / 3 / 4 (plain first, otel first, plain first, otel first) "
+        "| CPU per task, [otel] ÷ without | within 5% |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for db, label in _DBS:
+        for key, name in _MEASURES.items():
+            k = f"mqlite.{key}"
+            plain, extra = _otel_sides(db, k)
+            r = _gm(extra) / _gm(plain)
+            pairs = " / ".join(f"{p:.2f}" for p in _pair_ratios(db, k))
+            cpu = "-"
+            if "cpu_us_per_msg" in _flat(load(_RUN_FILE["A1"]), db)[k]:
+                cp, ce = _otel_sides(db, k, "cpu_us_per_msg")
+                cpu = f"{_gm(ce) / _gm(cp):.2f}"
+            lines.append(
+                f"| {label} | {name} | {_n(_gm(plain))}/s | {r:.3f} | {pairs} | {cpu} "
+                f"| {_within(r)} |"
+            )
+    return "\n".join(lines)
+
+
+def _within(r: float) -> str:
+    if r < 0.95:
+        return f"**no: {1 - r:.1%} slower**"
+    if r > 1.05:
+        return f"yes ({r - 1:.1%} faster)"
+    return "yes"
+
+
+def otel_verdict_2026_12_04(_: Data) -> str:
+    """The 5% condition over the ten rows, in words."""
+    rows = [
+        (db, key, _gm(e) / _gm(p), _pair_ratios(db, f"mqlite.{key}"))
+        for db, _ in _DBS
+        for key in _MEASURES
+        for p, e in [_otel_sides(db, f"mqlite.{key}")]
+    ]
+    held = [r for r in rows if r[2] >= 0.95]
+    worst = min(rows, key=lambda r: r[2])
+    pairs_in = sum(1 for r in rows for p in r[3] if p >= 0.95)
+    names = dict(_DBS)
+    verdict = (
+        f"The condition holds on all {len(rows)} rows"
+        if len(held) == len(rows)
+        else f"The condition holds on {len(held)} of {len(rows)} rows"
+    )
+    return (
+        f"{verdict}: the lowest ratio of geometric means is {worst[2]:.3f} "
+        f"({names[worst[0]]}, {_MEASURES[worst[1]]}). Pair by pair, "
+        f"{pairs_in} of the {sum(len(r[3]) for r in rows)} ratios are at or above 0.95; "
+        f"the lowest single pair is {min(p for r in rows for p in r[3]):.2f} and the "
+        f"highest {max(p for r in rows for p in r[3]):.2f}."
+    )
+
+
+# The 2026-12-03 session's pairs (AFTER_PAIRS) ran back to back with no cooldown.
+
+
+def order_2026_12_04(_: Data) -> str:
+    """Second run ÷ first run of each pair, without the cooldown (2026-12-03, three
+    pairs) and with it (2026-12-04, four pairs), and runs of the same code back to back."""
+    old = [(load(a), load(b)) for a, b in AFTER_PAIRS]
+    new = [(load(_RUN_FILE[a]), load(_RUN_FILE[b])) for a, b in OTEL_PAIRS_2026_12_04]
+    same = [(load(_RUN_FILE[a]), load(_RUN_FILE[b])) for a, b in SAME_CODE_2026_12_04]
+    drift = [(load(_RUN_FILE["B1"]), load(_RUN_FILE["B2"]))]
+    lines = [
+        "| database | measure | 2026-12-03, no cooldown: pair 1 / 2 / 3 "
+        "| 2026-12-04, cooldown: pair 1 / 2 / 3 / 4 "
+        "| 2026-12-04, same code: O2 ÷ O1 / A3 ÷ A2 / O4 ÷ O3 "
+        "| 2026-12-04, *before* at the end ÷ at the start: B2 ÷ B1 |",
+        "|---|---|---|---|---|---|",
+    ]
+    for db, label in _DBS:
+        for key, name in _MEASURES.items():
+            k = f"mqlite.{key}"
+            cells = [
+                " / ".join(f"{_med(b, db, k) / _med(a, db, k):.2f}" for a, b in group)
+                for group in (old, new, same, drift)
+            ]
+            lines.append(f"| {label} | {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def order_summary_2026_12_04(_: Data) -> str:
+    """How often the second run of a pair was the slower one, in each session."""
+
+    def tally(pairs: list[tuple[Data, Data]]) -> tuple[int, int, float, float]:
+        r = [
+            _med(b, db, f"mqlite.{key}") / _med(a, db, f"mqlite.{key}")
+            for a, b in pairs
+            for db, _ in _DBS
+            for key in _MEASURES
+        ]
+        return sum(1 for x in r if x < 1), len(r), min(r), _gm(r)
+
+    old = tally([(load(a), load(b)) for a, b in AFTER_PAIRS])
+    new = tally([(load(_RUN_FILE[a]), load(_RUN_FILE[b])) for a, b in OTEL_PAIRS_2026_12_04])
+    same = tally([(load(_RUN_FILE[a]), load(_RUN_FILE[b])) for a, b in SAME_CODE_2026_12_04])
+    return (
+        f"Without the cooldown (2026-12-03) the second run of a pair was the slower in "
+        f"{old[0]} of its {old[1]} ratios (rows by pairs; lowest second ÷ first "
+        f"{old[2]:.2f}, geometric mean {old[3]:.2f}); with it (2026-12-04) in {new[0]} of "
+        f"{new[1]} (lowest {new[2]:.2f}, geometric mean {new[3]:.2f}), and for the same "
+        f"code run twice in a row (the cooldown between them) in {same[0]} of {same[1]} "
+        f"(lowest {same[2]:.2f}, geometric mean {same[3]:.2f})."
+    )
+
+
+def quick_before_after_2026_12_04(_: Data) -> str:
+    """Each django-mqlite row and raw floor of the quick tuned runs: after ÷ before in
+    each pair and the geometric mean of the two."""
+    pairs = [(load(_RUN_FILE[b]), load(_RUN_FILE[a])) for b, a in QUICK_PAIRS_2026_12_04]
+    lines = [
+        "| database | result | unit | before (QB1) | after ÷ before: QA1 ÷ QB1 / QA2 ÷ QB2 "
+        "| geometric mean |",
+        "|---|---|---|---|---|---|",
+    ]
+    for db, label in _DBS:
+        first = _flat(pairs[0][0], db)
+        for key, summary in first.items():
+            if not key.startswith(("mqlite.", "sqlite3.", "psycopg.")) or "median" not in summary:
+                continue
+            ratios = [_med(a, db, key) / _med(b, db, key) for b, a in pairs]
+            was = summary["median"]
+            lines.append(
+                f"| {label} | `{key}` | {summary['unit']} "
+                f"| {f'{was:.3f}' if summary['unit'] == 'ms' else f'{was:,.1f}'} "
+                f"| {' / '.join(f'{r:.2f}' for r in ratios)} | {_gm(ratios):.2f} |"
+            )
+    return "\n".join(lines)
+
+
+def before_after_verdict_2026_12_04(_: Data) -> str:
+    """The defaults before and after in words, per database, from the table's figures."""
+    before, after = _runs("B1 B2"), _runs("A1 A2 A3 A4")
+    parts = []
+    for db, label in _DBS:
+        med, near, cpu, below = [], [], [], 0
+        for key in _MEASURES:
+            k = f"mqlite.{key}"
+            was, now = _per_run(before, db, k), _per_run(after, db, k)
+            med.append(statistics.median(now) / statistics.median(was))
+            near += [now[0] / was[0], now[-1] / was[-1]]
+            below += max(now) < min(was)
+            if "cpu_us_per_msg" in _flat(before[0], db)[k]:
+                cw = statistics.median(_per_run(before, db, k, "cpu_us_per_msg"))
+                cn = statistics.median(_per_run(after, db, k, "cpu_us_per_msg"))
+                cpu.append(cn / cw)
+        parts.append(
+            f"on {label} after ÷ before is {min(med):.2f} to {max(med):.2f} over the "
+            f"{len(med)} rows ({min(near):.2f} to {max(near):.2f} between runs next to each "
+            f"other), every after run is below both before runs on {below} "
+            f"{'row' if below == 1 else 'rows'}, and the CPU "
+            f"per task after ÷ before is {min(cpu):.2f} to {max(cpu):.2f}"
+        )
+    return f"In figures: {parts[0]}; {parts[1]}."
+
+
+def quick_verdict_2026_12_04(_: Data) -> str:
+    """The quick runs in words: django-mqlite's rows beside the raw floors of the same
+    runs (SQLite), and the PostgreSQL rows."""
+    pairs = [(load(_RUN_FILE[b]), load(_RUN_FILE[a])) for b, a in QUICK_PAIRS_2026_12_04]
+
+    def gms(db: str, keep: Callable[[str, str], bool]) -> list[float]:
+        first = _flat(pairs[0][0], db)
+        return [
+            _gm([_med(a, db, k) / _med(b, db, k) for b, a in pairs])
+            for k, v in first.items()
+            if "median" in v and keep(k, v["unit"])
+        ]
+
+    def rate(prefix: str) -> Callable[[str, str], bool]:
+        return lambda k, unit: k.startswith(prefix) and unit.endswith("/s")
+
+    ours = gms("sqlite", lambda k, u: rate("mqlite.")(k, u) and ".floor_" not in k)
+    floor = gms("sqlite", rate("sqlite3.floor_"))
+    inproc = gms("sqlite", rate("mqlite.floor_"))
+    pg = gms("postgres", rate("mqlite."))
+    lat = gms("postgres", lambda k, u: k.startswith("mqlite.") and u == "ms")
+    kept = ("MiB", "bytes/msg")
+    same = gms("sqlite", lambda k, u: k.startswith("mqlite.") and u in kept)
+    same += gms("postgres", lambda k, u: k.startswith("mqlite.") and u in kept)
+    return (
+        f"In figures (geometric means of the two pairs): django-mqlite's SQLite throughputs "
+        f"after ÷ before {min(ours):.2f} to {max(ours):.2f}, the raw `sqlite3` floors "
+        f"{min(floor):.2f} to {max(floor):.2f}, the engine in-process beside them "
+        f"{min(inproc):.2f} to {max(inproc):.2f}; PostgreSQL throughputs {min(pg):.2f} to "
+        f"{max(pg):.2f} and claim latencies {min(lat):.2f} to {max(lat):.2f}; worker memory "
+        f"and bytes written {min(same):.2f} to {max(same):.2f}."
+    )
+
+
 BLOCKS: dict[str, tuple[str, Callable[[Data], str]]] = {
     "defaults-table": ("defaults.json", lambda d: defaults_table(d).strip()),
     "defaults-targets": ("defaults.json", defaults_targets),
@@ -388,6 +696,15 @@ BLOCKS: dict[str, tuple[str, Callable[[Data], str]]] = {
     "tuned-2026-11-30": ("results-2026-11-30.json", tuned),
     "before-after-2026-12-03": ("defaults-2026-12-03-before.json", before_after),
     "quick-before-after-2026-12-03": (QUICK_PAIRS[0][0], quick_before_after),
+    "session-2026-12-04": (_RUN_FILE["B1"], session_2026_12_04),
+    "before-after-2026-12-04": (_RUN_FILE["B1"], before_after_2026_12_04),
+    "before-after-verdict-2026-12-04": (_RUN_FILE["B1"], before_after_verdict_2026_12_04),
+    "otel-2026-12-04": (_RUN_FILE["A1"], otel_2026_12_04),
+    "otel-verdict-2026-12-04": (_RUN_FILE["A1"], otel_verdict_2026_12_04),
+    "order-2026-12-04": (_RUN_FILE["A1"], order_2026_12_04),
+    "order-summary-2026-12-04": (_RUN_FILE["A1"], order_summary_2026_12_04),
+    "quick-before-after-2026-12-04": (_RUN_FILE["QB1"], quick_before_after_2026_12_04),
+    "quick-verdict-2026-12-04": (_RUN_FILE["QB1"], quick_verdict_2026_12_04),
 }
 
 
