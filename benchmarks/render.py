@@ -17,7 +17,7 @@ import json
 import re
 import statistics
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -349,27 +349,37 @@ QUICK_PAIRS = [
 ]
 
 
-def quick_before_after(_: Data) -> str:
-    """Each django-mqlite row and raw floor of the quick tuned runs: after ÷ before in
-    each pair (the unchanged floors show what the machine did between the runs)."""
-    pairs = [(load(b), load(a)) for b, a in QUICK_PAIRS]
-    lines = [
-        "| database | result | unit | before (pair 1) | after ÷ before: pair 1 / pair 2 |",
-        "|---|---|---|---|---|",
-    ]
+def _quick_rows(
+    pairs: list[tuple[Data, Data]],
+) -> Iterator[tuple[str, str, dict[str, Any], list[float | None]]]:
+    """Each django-mqlite row and raw floor of quick tuned (before, after) pairs, as
+    (database label, result, the first before's summary, after ÷ before per pair: None
+    where before is 0)."""
     for db, label in (("sqlite", "SQLite"), ("postgres", "PostgreSQL")):
         first = _flat(pairs[0][0], db)
         for key, summary in first.items():
             if not key.startswith(("mqlite.", "sqlite3.", "psycopg.")) or "median" not in summary:
                 continue
-            cells = []
+            ratios: list[float | None] = []
             for before, after in pairs:
                 was, now = _med(before, db, key), _med(after, db, key)
-                cells.append(f"{now / was:.2f}" if was else "-")
-            lines.append(
-                f"| {label} | `{key}` | {summary['unit']} | {summary['median']:,.1f} "
-                f"| {' / '.join(cells)} |"
-            )
+                ratios.append(now / was if was else None)
+            yield label, key, summary, ratios
+
+
+def quick_before_after(_: Data) -> str:
+    """Each django-mqlite row and raw floor of the quick tuned runs: after ÷ before in
+    each pair (the unchanged floors show what the machine did between the runs)."""
+    lines = [
+        "| database | result | unit | before (pair 1) | after ÷ before: pair 1 / pair 2 |",
+        "|---|---|---|---|---|",
+    ]
+    for label, key, summary, ratios in _quick_rows([(load(b), load(a)) for b, a in QUICK_PAIRS]):
+        cells = ["-" if r is None else f"{r:.2f}" for r in ratios]
+        lines.append(
+            f"| {label} | `{key}` | {summary['unit']} | {summary['median']:,.1f} "
+            f"| {' / '.join(cells)} |"
+        )
     return "\n".join(lines)
 
 
@@ -605,18 +615,14 @@ def quick_before_after_2026_12_04(_: Data) -> str:
         "| geometric mean |",
         "|---|---|---|---|---|---|",
     ]
-    for db, label in _DBS:
-        first = _flat(pairs[0][0], db)
-        for key, summary in first.items():
-            if not key.startswith(("mqlite.", "sqlite3.", "psycopg.")) or "median" not in summary:
-                continue
-            ratios = [_med(a, db, key) / _med(b, db, key) for b, a in pairs]
-            was = summary["median"]
-            lines.append(
-                f"| {label} | `{key}` | {summary['unit']} "
-                f"| {f'{was:.3f}' if summary['unit'] == 'ms' else f'{was:,.1f}'} "
-                f"| {' / '.join(f'{r:.2f}' for r in ratios)} | {_gm(ratios):.2f} |"
-            )
+    for label, key, summary, found in _quick_rows(pairs):
+        ratios = [r for r in found if r is not None]
+        was = summary["median"]
+        lines.append(
+            f"| {label} | `{key}` | {summary['unit']} "
+            f"| {f'{was:.3f}' if summary['unit'] == 'ms' else f'{was:,.1f}'} "
+            f"| {' / '.join(f'{r:.2f}' for r in ratios)} | {_gm(ratios):.2f} |"
+        )
     return "\n".join(lines)
 
 
