@@ -88,15 +88,17 @@ def sync_declared(declared: Any, *, using: str | None = None) -> int:
             if sub.task is None:
                 topics.subscribe(topic.name, sub.queue, sub.filter, using=alias)
             else:
-                _subscribe_task(topic.name, sub, alias)
+                _subscribe_task(topic.name, sub.queue, sub.task, sub.filter, alias)
         done += 1
     return done
 
 
-def _subscribe_task(topic: str, sub: DeclaredSubscription, alias: str) -> Subscription:
-    if topics.task_delivery is None or sub.task is None:
+def _subscribe_task(
+    topic: str, queue: str, task: str, flt: dict[str, Any] | None, alias: str
+) -> Subscription:
+    if topics.task_delivery is None:
         raise InvalidArgumentError(
-            f'MQLITE["TOPICS"][{topic!r}] subscribes task {sub.task!r} and no Tasks '
+            f'MQLITE["TOPICS"][{topic!r}] subscribes task {task!r} and no Tasks '
             "integration is installed to make the subscription"
         )
-    return topics.task_delivery.subscribe(topic, sub.task, sub.filter, queue=sub.queue, using=alias)
+    return topics.task_delivery.subscribe(topic, task, flt, queue=queue, using=alias)
