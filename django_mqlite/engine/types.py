@@ -267,6 +267,13 @@ class BatchState(enum.StrEnum):
     RUNNING = "running"
     FINISHED = "finished"
 
+    @classmethod
+    def of(cls, *, sealed: bool, pending: int) -> BatchState:
+        """The state of a batch with these counts (``pending``: children not settled)."""
+        if not sealed:
+            return cls.OPEN
+        return cls.RUNNING if pending else cls.FINISHED
+
 
 @dataclass(frozen=True)
 class BatchInfo:
