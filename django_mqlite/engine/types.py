@@ -212,6 +212,8 @@ class Settled:
     outcome: Outcome
     forwarded_to: str | None = None
     locked_until: dt.datetime | None = None
+    #: A renewal's answer: a cancel of the message has been requested (``running``).
+    cancel_requested: bool = False
 
     @property
     def ok(self) -> bool:

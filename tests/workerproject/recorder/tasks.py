@@ -131,3 +131,25 @@ def snoozes(context: Any, key: str, times: int, seconds: float = 0) -> int:
     if SNOOZE_CALLS[key] <= times:
         raise mq.Snooze(seconds)
     return int(context.attempt)
+
+
+#: Set by the task-control tasks below once they run (in-process runs).
+CONTROL_STARTED = __import__("threading").Event()
+
+
+@task(queue_name="tasks", takes_context=True, max_attempts=3, backoff=0)
+def until_cancelled(context: Any, steps: int) -> int:
+    """Report progress each step until a cancel request reaches it, then stop."""
+    CONTROL_STARTED.set()
+    for step in range(steps):
+        context.set_progress({"step": step})
+        if context.cancel_requested:
+            raise RuntimeError(f"stopped at step {step}")
+        time.sleep(0.01)
+    return steps
+
+
+@task(queue_name="tasks", max_attempts=3, backoff=0)
+async def sleeps_async(seconds: float) -> None:
+    CONTROL_STARTED.set()
+    await asyncio.sleep(seconds)
