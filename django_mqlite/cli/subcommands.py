@@ -250,9 +250,9 @@ def cancel(out: OutputWrapper, o: dict[str, Any]) -> None:
     else:
         for seq, answer in answers.items():
             if answer is True:
-                out.write(f"#{seq}: cancelled (running: asked to stop)")
+                out.write(f"seq {seq}: cancelled (running: asked to stop)")
             elif answer is False:
-                out.write(f"#{seq}: running, asked to stop already")
+                out.write(f"seq {seq}: running, asked to stop already")
     failed = [str(a) for a in answers.values() if isinstance(a, str)]
     if failed:
         raise CommandError("; ".join(failed))

@@ -18,7 +18,7 @@ def test_cancel_running_and_waiting_messages() -> None:
     (held,) = mq.receive("c")
     waiting = mq.send("c", 2)
     out = mqlite("cancel", "c", str(running), str(waiting))
-    assert f"#{running}: cancelled (running: asked to stop)" in out
+    assert f"seq {running}: cancelled (running: asked to stop)" in out
     assert mqlite_json("cancel", "c", str(running)) == {str(running): False}
     held.renew()
     assert held.cancel_requested
