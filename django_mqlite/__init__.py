@@ -31,7 +31,7 @@ from .engine.once import once, prune_once
 from .engine.queues import create_queue, delete_queue, get_queue, list_queues, update_queue
 from .engine.received import Received
 from .engine.redrive import purge, purge_everything, redrive
-from .engine.running import request_cancel
+from .engine.running import request_cancel, wait
 from .engine.send import send, send_batch
 from .engine.settle import (
     abandon,
@@ -190,6 +190,7 @@ __all__ = [
     "topic_totals",
     "unsubscribe",
     "update_queue",
+    "wait",
 ]
 
 

@@ -63,4 +63,7 @@ def peeked(m: mq.Peeked) -> dict[str, Any]:
         "dead_letter_reason": m.dead_letter_reason,
         "dead_letter_description": m.dead_letter_description,
         "last_error": m.last_error,
+        "progress": m.progress,
+        "checkpoint": m.checkpoint,
+        "cancel_requested_at": m.cancel_requested_at,
     }

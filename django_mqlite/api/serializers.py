@@ -216,6 +216,13 @@ class PeekedSerializer(_MessageFieldsSerializer):
     dead_letter_reason = serializers.CharField(allow_null=True)
     dead_letter_description = serializers.CharField(allow_null=True)
     last_error = serializers.CharField(allow_null=True)
+    progress = serializers.JSONField(
+        allow_null=True, help_text="the progress the handler last reported (JSON)"
+    )
+    checkpoint = serializers.JSONField(allow_null=True, help_text="its last checkpoint (JSON)")
+    cancel_requested_at = serializers.DateTimeField(
+        allow_null=True, help_text="when a cancel of the running message was requested"
+    )
 
 
 def _truncated() -> serializers.BooleanField:

@@ -182,11 +182,17 @@ def peek(out: OutputWrapper, o: dict[str, Any]) -> None:
             _cell(m.group_id or ""),
             m.enqueued_at.isoformat(timespec="seconds"),
             _cell(m.dead_letter_reason or ""),
+            _cell("" if m.progress is None else _limit(json.dumps(m.progress), 30)),
             _cell(_preview(m.body, m.content_type, 60)),
         ]
         for m in msgs
     ]
-    table(out, ["seq", "state", "dlv", "group", "enqueued", "reason", "body"], rows)
+    header = ["seq", "state", "dlv", "group", "enqueued", "reason", "progress", "body"]
+    table(out, header, rows)
+
+
+def _limit(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _body_fields(body: bytes, content_type: str | None) -> dict[str, Any]:

@@ -22,6 +22,9 @@ class PeekRow(MessageRow):
     dead_letter_reason: str | None
     dead_letter_description: str | None
     last_error: str | None
+    progress: Any
+    checkpoint: Any
+    cancel_requested_at: int | None
 
 
 _PEEK_COLUMNS = columns(PeekRow)
@@ -70,6 +73,9 @@ def peek(
                 dead_letter_reason=r.dead_letter_reason,
                 dead_letter_description=r.dead_letter_description,
                 last_error=r.last_error,
+                progress=dialect.load_json(r.progress),
+                checkpoint=dialect.load_json(r.checkpoint),
+                cancel_requested_at=ms_or_none(r.cancel_requested_at),
             )
         )
     return out

@@ -160,6 +160,17 @@ class Received(_MessageFields):
         if notes:
             self._buffer().give_back(notes)
 
+    def final_completion(self) -> Completion | None:
+        """``completion`` with the last progress report not written yet, for the
+        completion that writes it (kept in ``completion``, so a retried flush carries it
+        too); a checkpoint not written yet is dropped: the message is done."""
+        notes = self.take_notes()
+        if notes is not None and notes.progress is not None:
+            if self.completion is None:
+                self.completion = Completion()
+            self.completion.progress = notes.progress
+        return self.completion
+
     def see_renewal(self, renewed: Settled) -> None:
         """Take in what a renewal answered: the new deadline, and a cancel request."""
         self.locked_until = renewed.locked_until
@@ -170,6 +181,14 @@ class Received(_MessageFields):
         """A cancel request reached this delivery: flag it, and stop an ``async def``
         handler's task (``_on_cancel``)."""
         self.cancel_requested = True
+        hook = self._on_cancel
+        if hook is not None:
+            hook()
+
+    def stop_seen(self) -> None:
+        """The worker is stopping and this delivery is ``resumable``: flag it, and stop
+        an ``async def`` handler's task, as a cancel does."""
+        self.stop_requested = True
         hook = self._on_cancel
         if hook is not None:
             hook()

@@ -223,8 +223,14 @@ def complete_kept(
     lapsed: bool = False,
 ) -> list[LeftRow]:
     """Complete rows of a queue that keeps results, each with its own result and
-    attempt record, in one statement (an UPDATE joined to a VALUES list)."""
-    values = ", ".join([f"(%s, %s, {dialect.json_param()}, {dialect.json_param()})"] * len(kept))
+    attempt record (and the handler's last progress report, where one has any), in one
+    statement (an UPDATE joined to a VALUES list)."""
+    # The handlers' last progress reports ride along where any has one (``running``);
+    # otherwise the statement is the one it always was.
+    noted = any(c.progress is not None for _, c in kept)
+    json = dialect.json_param()
+    row = f"(%s, %s, {json}, {json}, {json})" if noted else f"(%s, %s, {json}, {json})"
+    values = ", ".join([row] * len(kept))
     params: list[Any] = []
     for (seq, token), c in kept:
         params += [
@@ -235,12 +241,22 @@ def complete_kept(
             else canonical_json.dumps_arg(c.result, "result"),
             canonical_json.dumps_arg(c.attempt, "attempt"),
         ]
+        if noted:
+            params.append(c.progress)
     append = dialect.json_append_expr("mqlite_message.attempts", "v.attempt")
     hint, where, fence_params = joined_fence(dialect, [pair for pair, _ in kept], q.id, now, lapsed)
+    columns, progress = (
+        (
+            "seq, token, result, attempt, progress",
+            "progress = COALESCE(v.progress, mqlite_message.progress), ",
+        )
+        if noted
+        else ("seq, token, result, attempt", "")
+    )
     cursor.execute(
-        f"WITH v (seq, token, result, attempt) AS (VALUES {values}) "
+        f"WITH v ({columns}) AS (VALUES {values}) "
         f"UPDATE mqlite_message {hint} SET state = 'completed', completed_at = %s, "
-        "lock_token = NULL, locked_until = NULL, locked_by = NULL, result = v.result, "
+        f"lock_token = NULL, locked_until = NULL, locked_by = NULL, result = v.result, {progress}"
         f"{_ATTEMPTS.format(append=append)} FROM v WHERE {where} "
         "RETURNING mqlite_message.seq, mqlite_message.order_key, mqlite_message.batch_id",
         [*params, now, *fence_params],

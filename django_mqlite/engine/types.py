@@ -126,6 +126,9 @@ class Completion:
     #: Internal (the Tasks worker): ``result`` already encoded by ``canonical_json.dumps``, which
     #: it did to check the value, stored in its place unchecked.
     _result_json: str | None = field(default=None, repr=False, compare=False)
+    #: The handler's last progress report not written yet (JSON text, ``running``): the
+    #: completion writes it where the row is kept (a queue that keeps results).
+    progress: str | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass
@@ -139,6 +142,11 @@ class Peeked(_MessageFields):
     dead_letter_reason: str | None = None
     dead_letter_description: str | None = None
     last_error: str | None = None
+    #: Task control (``running``): the progress the handler last reported, its last
+    #: checkpoint (JSON values, None for none), and when a cancel was requested.
+    progress: Any = None
+    checkpoint: Any = None
+    cancel_requested_at: dt.datetime | None = None
 
 
 TOTAL_NAMES = (
@@ -190,6 +198,9 @@ class Outcome(enum.StrEnum):
     #: Dead-lettered and moved at once to the queue's ``forward_dead_letters_to``.
     FORWARDED = "forwarded"
     DEFERRED = "deferred"
+    #: Released: given back without using up a delivery (a ``resumable`` handler at a
+    #: worker's shutdown, ``running``).
+    RELEASED = "released"
     RENEWED = "renewed"
     #: The token was not current or its lease had run out: nothing was done.
     STALE = "stale"

@@ -41,6 +41,7 @@ from .compat import (
 )
 from .results import (
     SUBJECT_PREFIX,
+    MQLiteTaskResult,
     TaskCancelledError,
     TaskDeadLetteredError,
     load_result,
@@ -69,6 +70,9 @@ class MQLiteTask(Task):  # type: ignore[misc,unused-ignore]
     backoff: Backoff | None = None
     #: Seconds an attempt may run before it counts as failed.
     timeout: float | None = None
+    #: At a worker's shutdown, give the running attempt back to resume from its last
+    #: checkpoint (``context.checkpoint``) instead of failing it (``context.stop_requested``).
+    resumable: bool = False
 
 
 def _check_positive(value: object, what: str, *, allow_zero: bool = False) -> None:
@@ -228,7 +232,7 @@ class MQLiteBackend(BaseTaskBackend):  # type: ignore[misc,unused-ignore]
         seq, enqueued_ms = self._send(task.queue_name, body, message_id=message_id, **options)
         if open_batch is not None:
             open_batch.join_sent([seq])
-        result: TaskResult[Any, Any] = TaskResult(
+        result: TaskResult[Any, Any] = MQLiteTaskResult(
             task=task,
             id=self._result_id(task.queue_name, seq),
             status=TaskResultStatus.READY,

@@ -13,8 +13,9 @@ from .compat import TaskContext
 
 @dataclass(frozen=True, kw_only=True)
 class MQLiteTaskContext(TaskContext):  # type: ignore[misc,unused-ignore]
-    """``TaskContext`` with ``cancel_requested``, ``set_progress``, ``checkpoint`` and
-    ``last_checkpoint``, as a consumer has them on its message (``mq.Received``)."""
+    """``TaskContext`` with ``cancel_requested``, ``stop_requested``, ``set_progress``,
+    ``checkpoint`` and ``last_checkpoint``, as a consumer has them on its message
+    (``mq.Received``)."""
 
     message: Received = field(repr=False, compare=False)
 
@@ -32,6 +33,12 @@ class MQLiteTaskContext(TaskContext):  # type: ignore[misc,unused-ignore]
         """Save where to resume (JSON, at most 64 KiB): a later attempt reads it as
         ``last_checkpoint``."""
         self.message.checkpoint(value)
+
+    @property
+    def stop_requested(self) -> bool:
+        """The worker is stopping and the task is ``resumable``: save a checkpoint and
+        raise; a later attempt resumes from it (this one is not counted)."""
+        return self.message.stop_requested
 
     @property
     def last_checkpoint(self) -> Any:

@@ -25,6 +25,60 @@ if TYPE_CHECKING:
 SUBJECT_PREFIX = "task:"
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class MQLiteTaskResult(TaskResult):  # type: ignore[misc,unused-ignore]
+    """Django's ``TaskResult`` with what this backend adds: ``progress`` (the JSON value
+    the task last reported with ``context.set_progress``, None for none) and ``wait``.
+    ``refresh()`` reloads it too."""
+
+    progress: Any = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        # The base class's slot of this init=False field is left unset by a subclass's
+        # generated __init__.
+        if not hasattr(self, "_return_value"):
+            object.__setattr__(self, "_return_value", None)
+
+    def refresh(self) -> None:
+        fresh = self.task.get_backend().get_result(self.id)
+        for f in dataclasses.fields(fresh):
+            if f.name not in ("task", "id", "args", "kwargs", "backend"):
+                object.__setattr__(self, f.name, getattr(fresh, f.name))
+
+    async def arefresh(self) -> None:
+        from asgiref.sync import sync_to_async
+
+        await sync_to_async(self.refresh, thread_sensitive=True)()
+
+    def wait(self, timeout: float | None = None) -> MQLiteTaskResult:
+        """Block until the task has finished (SUCCESSFUL or FAILED), at most ``timeout``
+        seconds (None: no limit), then ``refresh()`` and return this result. Raises
+        ``TimeoutError`` when it has not finished by then. It waits with ``mq.wait`` (a
+        bounded back-off poll of the task's row), never a busy loop; a retry in between
+        is not the end. Outside a transaction only."""
+        from ..engine import running
+
+        backend: Any = self.task.get_backend()  # an MQLiteBackend: it made this result
+        found = locate(backend, self.id)
+        if found is not None:
+            queue, seq = found
+            using = backend.database_for(queue)
+            if timeout is None:
+                while running.wait(queue, seq, WAIT_CHUNK_S, using=using) is None:
+                    pass
+            else:
+                running.wait(queue, seq, timeout, using=using)
+        self.refresh()
+        if not self.is_finished:
+            raise TimeoutError(f"task {self.id} has not finished after {timeout}s")
+        return self
+
+
+#: How long one round of ``MQLiteTaskResult.wait(None)`` waits before it waits again.
+WAIT_CHUNK_S = 3600.0
+
+
 class TaskCancelledError(Exception):
     """The error a cancelled task reads as having failed with."""
 
@@ -56,6 +110,7 @@ STATUS_OF_STATE = {
     "dead_lettered": TaskResultStatus.FAILED,
 }
 COLUMNS = (
+    "progress",
     "seq",
     "queue__name",
     "state",
@@ -184,6 +239,7 @@ def load_result(backend: MQLiteBackend, result_id: str) -> TaskResult | None:
         args=body.get("args", []),
         kwargs=body.get("kwargs", {}),
         extra_error=extra,
+        progress=row["progress"],
     )
 
 
@@ -219,6 +275,7 @@ def build_result(
     args: list[Any],
     kwargs: dict[str, Any],
     extra_error: TaskError | None = None,
+    progress: Any = None,
 ) -> TaskResult:
     starts = [h["started_at"] for h in history if h.get("started_at") is not None]
     errors = [
@@ -230,7 +287,8 @@ def build_result(
         errors.append(extra_error)
     first = from_ms(min(starts)) if starts else None
     last = from_ms(max(starts)) if len(starts) > 1 else first  # one attempt: the same
-    result: TaskResult[Any, Any] = TaskResult(
+    result: TaskResult[Any, Any] = MQLiteTaskResult(
+        progress=progress,
         task=task,
         id=result_id,
         status=status,

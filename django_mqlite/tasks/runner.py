@@ -50,7 +50,7 @@ from ..engine.types import Completion, Outcome
 from ..exceptions import InvalidArgumentError, LockLostError, Reject, Snooze
 from ..worker import db_health
 from ..worker.delivery import log_fields
-from ..worker.handling import as_cancelled
+from ..worker.handling import as_cancelled, release_to_resume, resumes, write_notes
 from ..worker.registry import Registry
 from ..worker.retry import backoff_delay
 from . import envelope
@@ -268,6 +268,7 @@ class Job:
             got = settle.reject_many(msg.queue, [item], using=msg.using)
             final = True
         else:
+            write_notes(msg.queue, [msg], msg.using)  # the retry resumes from the checkpoint
             abandon = settle.AbandonItem(msg.seq, token, delay, tb, self.attempt)
             got = settle.abandon_many(msg.queue, [abandon], using=msg.using)
             final = False
@@ -296,6 +297,9 @@ def run_task(msg: Received) -> None:
     except envelope.InvalidTaskMessage as exc:
         bury_invalid(msg, str(exc))
         return
+    msg.resumable = bool(getattr(job.task, "resumable", False))
+    if msg.resumable:
+        msg.last_checkpoint  # noqa: B018 - read it now, outside any event loop
     job.start()
     sender = type(job.backend)
     if task_started.has_listeners(sender):  # building a TaskResult is not free
@@ -319,6 +323,9 @@ def run_task(msg: Received) -> None:
         # it escape would leave the task RUNNING with its lease renewed forever.
         tb = traceback.format_exc()
         exc = as_cancelled(msg, exc)  # raised once a cancel request reached it
+        if resumes(msg, exc):  # a resumable task stopping with its worker
+            release_to_resume(msg, job.alias)
+            return
         if isinstance(exc, Snooze) and (final := job.snooze(exc)) is not None:
             if final:
                 task_finished.send(

@@ -24,7 +24,7 @@ from ..engine import settle
 from ..engine.admission import diagnostic
 from ..engine.received import Received
 from ..engine.types import Outcome, Settled
-from ..exceptions import Cancelled, InvalidArgumentError, Reject, Snooze
+from ..exceptions import Cancelled, InvalidArgumentError, LockLostError, Reject, Snooze
 from .aio import call_handler
 from .delivery import Delivery, log_fields
 
@@ -34,8 +34,12 @@ logger = logging.getLogger("django_mqlite.worker")
 def run_handler(
     d: Delivery, call: Callable[[Delivery], Any] = call_handler
 ) -> tuple[BaseException | None, str]:
-    """Run ``d``'s handler; returns (the exception it raised or None, its traceback)."""
+    """Run ``d``'s handler; returns (the exception it raised or None, its traceback). A
+    ``resumable`` consumer's message has its checkpoint read first (``last_checkpoint``,
+    so an ``async def`` handler has it without a query)."""
     try:
+        if d.msg.resumable:
+            d.msg.last_checkpoint  # noqa: B018 - read it now, outside the event loop
         call(d)
     except BaseException as exc:
         # A handler that calls sys.exit() or raises KeyboardInterrupt has failed its
@@ -62,13 +66,61 @@ def as_cancelled(msg: Received, failure: BaseException | None) -> BaseException 
     return Cancelled(f"cancelled while running ({type(failure).__name__})")
 
 
+def resumes(msg: Received, failure: BaseException | None) -> bool:
+    """A ``resumable`` handler that raised (or was cancelled) once its worker began to
+    stop is given back to resume (``release_to_resume``), not failed; a cancel request
+    wins over it."""
+    return (
+        failure is not None
+        and msg.resumable
+        and msg.stop_requested
+        and not msg.cancel_requested
+        and not isinstance(failure, Reject | Snooze)
+    )
+
+
+def release_to_resume(msg: Received, using: str) -> Settled:
+    """Give a ``resumable`` delivery back at shutdown: its last reports (checkpoint,
+    progress) written by a fenced renewal, then released (active again, the delivery not
+    counted), so another worker resumes from the checkpoint. A stale lease is
+    ``LockLostError`` and writes nothing."""
+    assert msg.lock_token is not None
+    write_notes(msg.queue, [msg], using)
+    [released] = settle.release(msg.queue, [(msg.seq, msg.lock_token)], using=using)
+    if not released:
+        raise LockLostError(f"message {msg.seq} on {msg.queue!r}: lease lost before release")
+    msg.outcome = Settled(msg.seq, Outcome.RELEASED)
+    msg.settled = "release"
+    logger.info(
+        "%s #%s released to resume from its checkpoint", msg.queue, msg.seq, extra=log_fields(msg)
+    )
+    return msg.outcome
+
+
+def write_notes(queue: str, msgs: list[Received], using: str | None) -> None:
+    """Write what these handlers reported since their lease's last renewal (progress, a
+    checkpoint), by a renewal (fenced like every one), before a settlement that does not
+    carry them (an abandon, a release): a later delivery resumes from the last
+    checkpoint. Nothing to write: no statement. A stale lease writes nothing."""
+    noted = [(m, n) for m in msgs if (n := m.take_notes()) is not None]
+    if not noted:
+        return
+    items = [(m.seq, m.lock_token or "") for m, _ in noted]
+    try:
+        settle.renew_many(queue, items, using=using, notes=[n for _, n in noted])
+    except BaseException:
+        for m, n in noted:
+            m.give_back_notes(n)
+        raise
+
+
 def complete(msg: Received, using: str) -> Settled:
     """Complete one successful delivery, as the worker's batched completion does for
     one message (its ``Completion`` carried, its ``on_completed`` called once the
     completion committed); the outcome is also kept as ``msg.outcome``."""
     token = msg.lock_token
     assert token is not None
-    c = msg.completion
+    c = msg.final_completion()
     [result] = settle.complete_many(
         msg.queue, [(msg.seq, token)], completions=[c] if c else None, using=using
     )
@@ -105,6 +157,7 @@ def settle_failure(
     elif isinstance(failure, Snooze) and (snoozed := _snoozed(msg, failure, using)) is not None:
         got = snoozed
     else:
+        write_notes(msg.queue, [msg], using)
         delay = backoff(msg.delivery_count)
         abandon = settle.AbandonItem(msg.seq, token, delay=delay, error=tb)
         got = settle.abandon_many(msg.queue, [abandon], using=using)

@@ -305,6 +305,13 @@ class Pool:
             elif failure is None and not late:
                 with self.lock:
                     self.done.append(d)
+            elif not late and handling.resumes(msg, failure):
+                db_health.retry_lost(
+                    lambda: handling.release_to_resume(msg, self.using),
+                    self.using,
+                    f"releasing {msg.queue} #{msg.seq}",
+                )
+                tracing.finish(msg, msg.outcome)
             elif failure is not None and not late and not isinstance(failure, Reject | Snooze):
                 self._fail_later(d, failure, tb)
             else:

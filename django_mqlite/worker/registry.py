@@ -68,6 +68,10 @@ class Consumer:
       message (``LockLostError`` is logged);
     - ``queue_options``: the worker creates the queue with these options at start when
       it does not exist yet.
+
+    ``resumable``: at a worker's shutdown the handler is asked to stop
+    (``msg.stop_requested``; an ``async def`` one is cancelled) and its message is given
+    back to resume from its last checkpoint, its delivery not counted (``running``).
     """
 
     queue: str
@@ -76,6 +80,7 @@ class Consumer:
     timeout_for: Callable[[Any], float | None] | None = None
     give_up: Callable[[Any, str], None] | None = None
     queue_options: Mapping[str, Any] | None = None
+    resumable: bool = False
 
     def timeout_of(self, msg: Any) -> float | None:
         if self.timeout_for is not None:
@@ -146,12 +151,15 @@ def register(queue: str, func: Handler, *, timeout: float | None = None, **hooks
     return registry.register(queue, func, timeout=timeout, **hooks)
 
 
-def consumer(queue: str, *, timeout: float | None = None) -> Callable[[Handler], Handler]:
+def consumer(
+    queue: str, *, timeout: float | None = None, resumable: bool = False
+) -> Callable[[Handler], Handler]:
     """Decorator: ``@mq.consumer("orders", timeout=30)``. Returns the function unchanged,
-    so decorators stack to serve several queues with one function."""
+    so decorators stack to serve several queues with one function. ``resumable=True``:
+    see ``Consumer``."""
 
     def decorate(func: Handler) -> Handler:
-        register(queue, func, timeout=timeout)
+        register(queue, func, timeout=timeout, resumable=bool(resumable))
         return func
 
     return decorate

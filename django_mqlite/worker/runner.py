@@ -27,7 +27,7 @@ from ..engine.clock import now_ms, to_ms
 from ..engine.dialects import dialect_for
 from ..engine.queues import create_queue, get_queue, sync_declared
 from ..exceptions import Cancelled, LockLostError, QueueNotFoundError
-from . import background, clockskew, db_health, prefetch, settlement, tracing
+from . import background, clockskew, db_health, handling, prefetch, settlement, tracing
 from . import registry as registry_mod
 from .delivery import Delivery, log_fields
 from .memory import rss_mb
@@ -308,6 +308,7 @@ class Worker:
         self._renew_due()
         self._check_memory()
         if self.stop_reason is not None:
+            self._interrupt_resumable()
             self._release(self.pool.take_pending())
             self._flush_completions()
             if not self.pool.busy():
@@ -399,6 +400,7 @@ class Worker:
                 delivery = Delivery(m, consumer, lease_s, now / 1000 + lease_s / 2, until_ms / 1000)
                 delivery.claimed_at = claimed_at
                 delivery.timeout = consumer.timeout_of(m)
+                m.resumable = consumer.resumable
                 batch.append(delivery)
             self.pool.submit(batch)
             got += len(batch)
@@ -429,6 +431,20 @@ class Worker:
         if d.msg.cancel_requested:
             self._cancel(d, error)
             return
+        if d.msg.resumable and self.stop_reason is not None:
+            # Still running at the shutdown deadline: resume elsewhere, not a failure.
+            try:
+                handling.release_to_resume(d.msg, self.using)
+            except LockLostError as exc:
+                logger.warning(
+                    "%s #%s: could not release: %s",
+                    d.msg.queue,
+                    d.msg.seq,
+                    exc,
+                    extra=log_fields(d.msg),
+                )
+            d.lost = True
+            return
         if d.consumer.give_up is not None:
             try:
                 d.consumer.give_up(d.msg, error)
@@ -455,6 +471,14 @@ class Worker:
                 extra=log_fields(d.msg),
             )
         d.lost = True
+
+    def _interrupt_resumable(self) -> None:
+        """While stopping: ask each running ``resumable`` handler to stop
+        (``msg.stop_requested``; an ``async def`` one is cancelled), so it can be given
+        back to resume from its checkpoint (``handling.release_to_resume``)."""
+        for d in self.pool.held():
+            if d.msg.resumable and not d.msg.stop_requested:
+                d.msg.stop_seen()
 
     def _cancel(self, d: Delivery, error: str) -> None:
         """A handler that ignored a cancel request until the worker gave up on it (its

@@ -18,7 +18,7 @@ from django.db import Error as DatabaseError
 from ..engine import batches, settle
 from ..engine.clock import now_ms
 from ..engine.types import Outcome
-from . import tracing
+from . import handling, tracing
 from .delivery import Delivery, log_fields
 from .pool import Pool
 
@@ -95,7 +95,7 @@ def flush_completions(pool: Pool, using: str) -> Counter[str]:
     flushed: set[int] = set()
     for queue, ds in by_queue(todo).items():
         for part in batches.chunks(ds, settle.MAX_COMPLETE_BATCH):
-            completions = [d.msg.completion for d in part]
+            completions = [d.msg.final_completion() for d in part]
             try:
                 got = settle.complete_many(
                     queue,
@@ -141,6 +141,8 @@ def flush_failures(pool: Pool, using: str) -> Counter[str]:
         for part in batches.chunks(fs, settle.MAX_COMPLETE_BATCH):
             items = [_abandon_item(d, delay, tb) for d, delay, tb in part]
             try:
+                # A retry resumes from the last checkpoint: write the reports first.
+                handling.write_notes(queue, [d.msg for d, _, _ in part], using)
                 got = settle.abandon_many(queue, items, using=using)
             except DatabaseError:
                 pool.give_back_failed([f for f in todo if id(f) not in flushed])

@@ -43,3 +43,17 @@ def test_finished_and_unknown_messages(api: Any) -> None:
     error(cancel(api, "c", seq + 100), 404, "not_found")
     error(cancel(api, "nowhere", seq), 404, "not_found")
     assert [p.state for p in mq.peek("c")] == ["completed"]
+
+
+def test_peek_shows_progress_checkpoint_and_the_request(api: Any) -> None:
+    mq.create_queue("c")
+    seq = mq.send("c", 1)
+    (m,) = mq.receive("c")
+    m.set_progress({"done": 2})
+    m.checkpoint("page-2")
+    m.renew()
+    cancel(api, "c", seq)
+    r = api.get(url("queues/c/messages/"))
+    [shown] = r.json()["messages"]
+    assert (shown["progress"], shown["checkpoint"]) == ({"done": 2}, "page-2")
+    assert shown["cancel_requested_at"] is not None

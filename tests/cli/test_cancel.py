@@ -37,3 +37,14 @@ def test_finished_or_unknown_is_an_error_and_the_rest_still_happens() -> None:
     assert [p.seq for p in mq.peek("c", state="dead_lettered")] == [waiting]
     with pytest.raises(CommandError, match="does not exist"):
         mqlite("cancel", "nowhere", "1")
+
+
+def test_peek_shows_the_progress() -> None:
+    mq.create_queue("c")
+    mq.send("c", 1)
+    (m,) = mq.receive("c")
+    m.set_progress({"done": 2})
+    m.renew()
+    [shown] = mqlite_json("peek", "c")
+    assert shown["progress"] == {"done": 2} and shown["cancel_requested_at"] is None
+    assert '{"done": 2}' in mqlite("peek", "c")

@@ -132,4 +132,6 @@ def test_a_cancel_racing_completion_is_seen_or_loses_never_both(
         outcomes[key] = outcomes.get(key, 0) + 1
     totals = mq.stats("work").totals
     assert totals["completed"] + totals["rejected"] == ROUNDS * 2  # each ended exactly once
-    assert outcomes  # every round landed in one of the allowed outcomes above
+    # Both orders happen: a request before the holder's renewal is seen (with this many
+    # rounds, all of them going one way would be a broken race, not luck).
+    assert outcomes.get("saw/bool", 0) > 0, outcomes

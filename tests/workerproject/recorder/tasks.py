@@ -153,3 +153,29 @@ def until_cancelled(context: Any, steps: int) -> int:
 async def sleeps_async(seconds: float) -> None:
     CONTROL_STARTED.set()
     await asyncio.sleep(seconds)
+
+
+@task(queue_name="tasks", takes_context=True)
+def reports(context: Any, steps: int) -> int:
+    for step in range(steps):
+        context.set_progress({"step": step + 1, "of": steps})
+    return steps
+
+
+#: Where ``resumes`` started, by attempt (in-process runs).
+RESUME_STARTS: list[int] = []
+
+
+@task(queue_name="tasks", takes_context=True, resumable=True, max_attempts=1)
+def resumes(context: Any, until: int) -> int:
+    """Count from the last checkpoint to ``until``; stops (raises) when its worker stops."""
+    start = context.last_checkpoint or 0
+    RESUME_STARTS.append(start)
+    for step in range(start, until):
+        context.checkpoint(step)
+        if step >= 5:
+            CONTROL_STARTED.set()
+        if context.stop_requested:
+            raise RuntimeError("stopping")
+        time.sleep(0.005)
+    return until
