@@ -181,24 +181,30 @@ class Received(_MessageFields):
         """A cancel request reached this delivery: flag it, and stop an ``async def``
         handler's task (``_on_cancel``)."""
         self.cancel_requested = True
-        hook = self._on_cancel
-        if hook is not None:
-            hook()
+        self._interrupt(self._on_cancel)
 
     def stop_seen(self) -> None:
         """The worker is stopping and this delivery is ``resumable``: flag it, and stop
         an ``async def`` handler's task, as a cancel does."""
         self.stop_requested = True
-        hook = self._on_cancel
-        if hook is not None:
-            hook()
+        self._interrupt(self._on_cancel)
 
     def on_cancel(self, hook: Callable[[], Any] | None) -> None:
         """Set what stops the running handler when a cancel arrives (None: nothing);
         called at once when the request arrived already."""
         self._on_cancel = hook
-        if hook is not None and (self.cancel_requested or self.stop_requested):
-            hook()
+        if self.cancel_requested or self.stop_requested:
+            self._interrupt(hook)
+
+    @staticmethod
+    def _interrupt(hook: Callable[[], Any] | None) -> None:
+        # The handler may have finished meanwhile (its event loop closed): stopping what
+        # has stopped is no error, and must never reach the thread that asked.
+        if hook is not None:
+            try:
+                hook()
+            except RuntimeError:
+                pass
 
     def _settled(self, verb: str, got: list[Settled]) -> None:
         """The single-call contract (``settle.one``), and what happened kept."""

@@ -175,3 +175,23 @@ def test_a_redrive_clears_the_request() -> None:
     (again,) = mq.receive("work")
     again.renew()
     assert again.cancel_requested is False and _row(seq)["cancel_requested_at"] is None
+
+
+def test_a_request_reaching_a_finished_handler_is_no_error() -> None:
+    """The hook that stops an ``async def`` handler may meet its closed event loop (the
+    handler just finished): the renewal that brought the request must not fail."""
+    mq.create_queue("work")
+    seq = mq.send("work", "x")
+    (msg,) = mq.receive("work")
+    calls: list[int] = []
+
+    def closed_loop() -> None:
+        calls.append(1)
+        raise RuntimeError("Event loop is closed")
+
+    msg.on_cancel(closed_loop)
+    mq.request_cancel("work", seq)
+    msg.renew()  # the renewal answers the request and calls the hook
+    assert msg.cancel_requested and calls == [1]
+    msg.on_cancel(closed_loop)  # set after the request arrived: called at once
+    assert calls == [1, 1]
