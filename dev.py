@@ -41,7 +41,8 @@ def bootstrap() -> None:
     if sys.version_info < (3, 11):  # noqa: UP036 - dev.py may be run by an older python3
         sys.exit("django-mqlite needs Python 3.11 or newer")
     stamp = VENV / ".installed"
-    want = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    extras = "dev,mariadb" if mariadb_client() else "dev"
+    want = hashlib.sha256((ROOT / "pyproject.toml").read_bytes() + extras.encode()).hexdigest()
     if stamp.exists() and stamp.read_text() == want and PY.exists():
         return
     if not PY.exists():
@@ -50,8 +51,20 @@ def bootstrap() -> None:
         except Exception as exc:  # ensurepip missing (Debian without python3-venv)
             sys.exit(f"could not create {VENV}: {exc}\nOn Debian: apt-get install python3-venv")
     run(PY, "-m", "pip", "install", "--quiet", "--upgrade", "pip")
-    run(PY, "-m", "pip", "install", "--quiet", "-e", ".[dev]")
+    run(PY, "-m", "pip", "install", "--quiet", "-e", f".[{extras}]")
     stamp.write_text(want)
+
+
+def mariadb_client() -> bool:
+    """Whether mysqlclient can build here (the MariaDB client library and pkg-config):
+    then the ``mariadb`` extra is installed too, for ``MQLITE_TEST_DB=mariadb``."""
+    try:
+        found = subprocess.run(
+            ["pkg-config", "--exists", "libmariadb"], check=False, capture_output=True
+        )
+    except OSError:
+        return False
+    return found.returncode == 0
 
 
 def postgres_up() -> bool:

@@ -23,7 +23,17 @@ SUPPORTED_ENGINES = {
     "django.db.backends.sqlite3": "sqlite",
     "django.db.backends.postgresql": "postgresql",
 }
+#: Django's backend for MySQL and MariaDB alike: MariaDB 10.6+ only, and only behind
+#: ``MQLITE["EXPERIMENTAL_MARIADB"]`` until the whole suite passes on it
+#: (docs/configuration.md, "MariaDB").
+MYSQL_ENGINE = "django.db.backends.mysql"
 MIN_SQLITE = (3, 35, 0)
+MIN_MARIADB = (10, 6)
+WHY_NOT_MYSQL = (
+    "MySQL is not supported: its needs are MariaDB's (SKIP LOCKED claims, no UPDATE ... "
+    "RETURNING, no partial indexes), but no MySQL server is tested with django-mqlite, "
+    "so it is refused until one is."
+)
 RECOMMENDED_SQLITE_OPTIONS = (
     '"OPTIONS": {"transaction_mode": "IMMEDIATE", "timeout": 20, '
     '"init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"}'
@@ -82,6 +92,18 @@ def _check_one_database(alias: str, conf: dict[str, Any]) -> list[CheckMessage]:
             )
         ]
     engine = conf.get("ENGINE", "")
+    if engine == MYSQL_ENGINE:
+        if mqlite_settings.EXPERIMENTAL_MARIADB is True:
+            return []  # the server is asked which it is: check_mariadb
+        return [
+            Error(
+                f"django-mqlite does not support MySQL or MariaDB yet (alias {alias!r}).",
+                hint="Use SQLite or PostgreSQL. MariaDB 10.6+ is experimental: set "
+                'MQLITE["EXPERIMENTAL_MARIADB"] = True to try it (docs/configuration.md). '
+                + WHY_NOT_MYSQL,
+                id="django_mqlite.E001",
+            )
+        ]
     vendor = SUPPORTED_ENGINES.get(engine)
     if vendor is None and engine.endswith(("postgresql", "postgis", "sqlite3", "spatialite")):
         vendor = "postgresql" if "post" in engine else "sqlite"
@@ -143,6 +165,42 @@ def check_sqlite_wal(app_configs: Any = None, **kwargs: Any) -> list[CheckMessag
             )
         ]
     return []
+
+
+@register(Tags.database, TAG)
+def check_mariadb(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """Behind ``EXPERIMENTAL_MARIADB``: each queue database on Django's MySQL backend is
+    MariaDB 10.6 or later (asked of the server), never MySQL."""
+    from .engine.databases import queue_databases
+
+    databases = kwargs.get("databases") or []
+    if mqlite_settings.EXPERIMENTAL_MARIADB is not True:
+        return []
+    out: list[CheckMessage] = []
+    for alias in queue_databases():
+        conf = settings.DATABASES.get(alias, {})
+        if alias not in databases or conf.get("ENGINE") != MYSQL_ENGINE:
+            continue
+        conn: Any = connections[alias]
+        if not conn.mysql_is_mariadb:
+            out.append(
+                Error(
+                    f"Database {alias!r} is MySQL. {WHY_NOT_MYSQL}",
+                    hint="Use MariaDB 10.6+, SQLite or PostgreSQL for the queue database.",
+                    id="django_mqlite.E012",
+                )
+            )
+        elif conn.mysql_version < MIN_MARIADB:
+            version = ".".join(map(str, conn.mysql_version))
+            out.append(
+                Error(
+                    f"MariaDB {version} is too old for database {alias!r}: django-mqlite "
+                    "needs 10.6+ (SKIP LOCKED, INSERT and DELETE ... RETURNING).",
+                    hint="Upgrade MariaDB.",
+                    id="django_mqlite.E012",
+                )
+            )
+    return out
 
 
 @register(TAG)

@@ -1,4 +1,5 @@
-"""Test settings. ``MQLITE_TEST_DB=postgres`` runs the same suite on PostgreSQL."""
+"""Test settings. ``MQLITE_TEST_DB=postgres`` runs the same suite on PostgreSQL,
+``MQLITE_TEST_DB=mariadb`` on MariaDB (experimental: docs/configuration.md)."""
 
 from __future__ import annotations
 
@@ -37,6 +38,22 @@ def _postgres(suffix: str) -> dict[str, Any]:
     }
 
 
+def _mariadb(suffix: str) -> dict[str, Any]:
+    # READ COMMITTED and utf8mb4, as docs/configuration.md asks of a queue database; one
+    # test database per checkout, as on PostgreSQL.
+    test_name = os.environ.get("MQLITE_TEST_MYNAME", f"test_mqlite_{_CHECKOUT}") + suffix
+    return {
+        "ENGINE": "django.db.backends.mysql",
+        "NAME": os.environ.get("MYSQL_DATABASE", "test"),
+        "USER": os.environ.get("MYSQL_USER", "root"),
+        "HOST": os.environ.get("MYSQL_HOST", "127.0.0.1"),
+        "PORT": os.environ.get("MYSQL_PORT", "3306"),
+        "PASSWORD": os.environ.get("MYSQL_PASSWORD", ""),
+        "OPTIONS": {"isolation_level": "read committed", "charset": "utf8mb4"},
+        "TEST": {"NAME": test_name, "CHARSET": "utf8mb4", "COLLATION": "utf8mb4_bin"},
+    }
+
+
 def _sqlite(suffix: str) -> dict[str, Any]:
     # A file, not :memory:, so worker threads and processes share it (WAL).
     tmp = Path(os.environ.get("MQLITE_TEST_DIR") or tempfile.gettempdir())
@@ -65,8 +82,10 @@ elif DB == "pgbouncer":
         _db["OPTIONS"] = {"prepare_threshold": None}
 elif DB == "sqlite":
     DATABASES = {"default": _sqlite(""), SECOND: _sqlite("-q2")}
+elif DB == "mariadb":
+    DATABASES = {"default": _mariadb(""), SECOND: _mariadb("_q2")}
 else:  # pragma: no cover
-    raise RuntimeError(f"MQLITE_TEST_DB must be sqlite, postgres or pgbouncer, not {DB!r}")
+    raise RuntimeError(f"MQLITE_TEST_DB must be sqlite, postgres, pgbouncer or mariadb, not {DB!r}")
 
 # A child process started by a test (a real ``runworker``) uses the test databases the
 # parent pytest process created: the parent passes their actual NAMEs here.
@@ -112,6 +131,8 @@ TEMPLATES = [
 ]
 STATIC_URL = "static/"
 MQLITE: dict[str, object] = {"QUEUES": {}}
+if DB == "mariadb":
+    MQLITE["EXPERIMENTAL_MARIADB"] = True
 if DB == "pgbouncer":
     _direct = {"PORT": os.environ.get("PGPORT", "5432")}
     MQLITE["LISTEN"] = {"default": _direct, SECOND: _direct}

@@ -26,6 +26,33 @@ def test_unsupported_vendor_is_an_error_with_a_hint(engine: str) -> None:
     assert msg.hint and "PostgreSQL" in msg.hint
 
 
+def test_mysql_is_refused_saying_why_and_mariadb_needs_the_switch() -> None:
+    mysql = databases(ENGINE="django.db.backends.mysql")
+    with override_settings(DATABASES=mysql, MQLITE={"DATABASE": "queue"}):
+        (msg,) = checks.check_database()
+    assert msg.id == "django_mqlite.E001"
+    assert "MySQL is not supported" in str(msg.hint)
+    assert "EXPERIMENTAL_MARIADB" in str(msg.hint)
+    on = {"DATABASE": "queue", "EXPERIMENTAL_MARIADB": True}
+    with override_settings(DATABASES=mysql, MQLITE=on):
+        assert checks.check_database() == []  # the server is asked: check_mariadb
+
+
+def test_the_mariadb_check_asks_only_databases_it_may_touch() -> None:
+    mysql = databases(ENGINE="django.db.backends.mysql")
+    on = {"DATABASE": "queue", "EXPERIMENTAL_MARIADB": True}
+    with override_settings(DATABASES=mysql, MQLITE=on):
+        assert checks.check_mariadb(databases=[]) == []
+    with override_settings(DATABASES=mysql, MQLITE={"DATABASE": "queue"}):
+        assert checks.check_mariadb(databases=["queue"]) == []  # switch off: E001 says it
+
+
+@pytest.mark.django_db
+def test_the_database_under_test_passes_the_mariadb_check() -> None:
+    """On MariaDB (MQLITE_TEST_DB=mariadb) the server is asked; elsewhere nothing is."""
+    assert checks.check_mariadb(databases=["default"]) == []
+
+
 def test_unknown_alias_is_an_error() -> None:
     with override_settings(MQLITE={"DATABASE": "nowhere"}):
         (msg,) = checks.check_database()

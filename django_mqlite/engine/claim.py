@@ -110,6 +110,16 @@ PICK = {
         " AND (expires_at IS NULL OR expires_at > %s)"
         " ORDER BY priority DESC, seq LIMIT {limit} FOR UPDATE SKIP LOCKED"
     ),
+    # As PostgreSQL, over mqlite_msg_claim as migration 0016 makes it on MariaDB (no
+    # partial index, no descending key before 10.8): the state in the key, and
+    # claim_rank, a virtual column holding -priority, for the order. The engine cursor
+    # runs this pick first, on its own (``dialects.mariadb_sql``).
+    "mariadb": (
+        "SELECT seq FROM mqlite_message FORCE INDEX (mqlite_msg_claim)"
+        " WHERE queue_id = %s AND state = 'active' AND blocked = 0"
+        " AND (expires_at IS NULL OR expires_at > %s)"
+        " ORDER BY claim_rank, seq LIMIT {limit} FOR UPDATE SKIP LOCKED"
+    ),
     # One writer at a time (BEGIN IMMEDIATE), so no row locks; INDEXED BY pins the
     # partial index whatever ANALYZE's statistics say.
     "sqlite": (
@@ -124,8 +134,18 @@ PICK = {
 # Invariant: one statement picks and takes, so each row goes to one claimer or none:
 # every row of {pick} becomes locked under a fresh token with its lease, claimed now,
 # its delivery counted. Parameters: locked_until, locked_by, now (visible_at: when it
-# was claimed), then {pick}'s. Returns ``ClaimedRow``s.
+# was claimed), then {pick}'s. Returns ``ClaimedRow``s. On MariaDB the engine cursor
+# runs it as one short sequence in the claim's transaction (``dialects.mariadb_sql``):
+# the pick locks its rows (SKIP LOCKED), one UPDATE takes exactly those rows with the
+# state re-checked and a fresh token each, drawn in Python, and they are read back by
+# token.
 CLAIM = {
+    "mariadb": (
+        "UPDATE mqlite_message SET state = 'locked', "
+        "lock_token = mqlite_new_token(), "
+        "locked_until = %s, locked_by = %s, visible_at = %s, "
+        "delivery_count = delivery_count + 1 WHERE seq IN ({pick}) RETURNING {columns}"
+    ),
     "postgresql": (
         "UPDATE mqlite_message SET state = 'locked', "
         "lock_token = replace(gen_random_uuid()::text, '-', ''), "

@@ -19,6 +19,8 @@ from typing import Any
 from django.db import connections
 from django.db.backends.utils import CursorWrapper
 
+from .dialects import dialect_for
+
 _FORMAT = re.compile(r"(?<!%)%s")
 _QMARK: dict[str, str] = {}
 _QMARK_MAX = 1024  # statements differ by batch size (VALUES lists); bound the dict
@@ -51,7 +53,7 @@ def cursor_for(alias: str) -> CursorWrapper:
     """A cursor for the engine's statements on database ``alias``."""
     db = connections[alias]
     if db.vendor != "sqlite" or db.queries_logged or db.execute_wrappers:
-        return db.cursor()
+        return dialect_for(alias).engine_cursor(db.cursor())
     db.ensure_connection()
     db.validate_thread_sharing()
     with db.wrap_database_errors:  # a closed connection fails as Django's cursor does

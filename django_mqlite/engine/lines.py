@@ -33,11 +33,7 @@ def lock_lines(cursor: CursorWrapper, dialect: Dialect, queue_id: int, keys: Ite
     side by side, or each could miss the other's uncommitted row and leave a line with
     no claimable head. Where writes are serialized anyway this is a no-op.
     """
-    sql = dialect.lock_group_sql()
-    if sql is None:
-        return
-    for key in sorted(set(keys)):
-        cursor.execute(sql, [f"mqlite:{queue_id}:{key}"])
+    dialect.lock_keys(cursor, [f"mqlite:{queue_id}:{key}" for key in keys])
 
 
 # Unblock a line's earliest live message, unless the line already has an unblocked one.

@@ -31,11 +31,11 @@ def once(key: str, *, using: str | None = None) -> Iterator[bool]:
     alias = databases.alias_of(using)
     if not connections[alias].in_atomic_block:
         raise InvalidArgumentError("mq.once() must run inside transaction.atomic()")
-    cursor = connections[alias].cursor()
+    cursor = databases.cursor_for(alias)
     try:
         with transaction.atomic(using=alias):
             cursor.execute(
-                "INSERT INTO mqlite_processed_key (key, processed_at) VALUES (%s, %s) "
+                'INSERT INTO mqlite_processed_key ("key", processed_at) VALUES (%s, %s) '
                 "ON CONFLICT (key) DO NOTHING RETURNING id",
                 [key, now_ms()],
             )

@@ -363,13 +363,11 @@ def _insert_each(
 def _lock_keys(cursor: CursorWrapper, dialect: Dialect, q: QueueRow, rows: list[Row]) -> None:
     """Lock the unique keys of ``rows`` in sorted order (see the module docstring), when
     there are two or more and writers run side by side."""
-    sql = dialect.lock_group_sql()
     keys = sorted({r.unique_key for r in rows if r.unique_key is not None})
-    if sql is None or len(keys) < 2:
+    if len(keys) < 2:
         return
-    for key in keys:
-        # Its own namespace: a line's lock (``lines.lock_lines``) is "mqlite:<queue>:<key>".
-        cursor.execute(sql, [f"mqlite-unique:{q.id}:{key}"])
+    # Its own namespace: a line's lock (``lines.lock_lines``) is "mqlite:<queue>:<key>".
+    dialect.lock_keys(cursor, [f"mqlite-unique:{q.id}:{key}" for key in keys])
 
 
 def _insert_unique(

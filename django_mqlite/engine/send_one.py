@@ -236,7 +236,7 @@ def try_send(alias: str, queue: str, row: Row, now: int) -> int | None:
         if seq is not None:
             counted.deferred = True
         return seq
-    if dialect.concurrent_writers:
+    if dialect.writable_cte:
         sql = _postgres_sql(dialect, notify)
         label = "send_notify" if notify else "send"
         tail = [queue] if notify else []

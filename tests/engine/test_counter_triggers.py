@@ -8,24 +8,13 @@ from collections.abc import Iterator
 
 import pytest
 from django.core.management import call_command
-from django.db import connection, transaction
+from django.db import transaction
 
 import django_mqlite as mq
 from tests.support.features import has
+from tests.support.triggers import triggers
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def triggers() -> set[str]:
-    with connection.cursor() as cursor:
-        if connection.vendor == "sqlite":
-            cursor.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")
-        else:
-            cursor.execute("SELECT tgname FROM pg_trigger WHERE NOT tgisinternal")
-        return {r[0] for r in cursor.fetchall()} & {
-            "mqlite_count_enqueued",
-            "mqlite_count_deferred",
-        }
 
 
 @pytest.fixture

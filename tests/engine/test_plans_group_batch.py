@@ -11,7 +11,7 @@ import pytest
 from django.db import connection
 
 import django_mqlite as mq
-from tests.support.plans import BACKLOG, assert_seeks
+from tests.support.plans import BACKLOG, analyze, assert_seeks
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -22,8 +22,7 @@ def deep_group() -> Iterator[None]:
     for _ in range(BACKLOG // 1000):
         mq.send_batch("deep", [mq.OutMessage(b"x", group_id="deep") for _ in range(1000)])
     mq.send_batch("deep", [mq.OutMessage(b"y", group_id=f"g{i}") for i in range(50)])
-    with connection.cursor() as c:
-        c.execute("ANALYZE")
+    analyze()
     yield
 
 

@@ -10,7 +10,7 @@ import pytest
 from django.db import connection
 
 import django_mqlite as mq
-from tests.support.plans import BACKLOG, assert_seeks, explain, message_statements
+from tests.support.plans import BACKLOG, analyze, assert_seeks, explain, message_statements
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -24,8 +24,7 @@ def keyed() -> Iterator[None]:
             [mq.OutMessage(b"x", unique_key=f"k{n}") for n in range(i, i + 1000)]
             + [mq.OutMessage(b"y") for _ in range(1000)],
         )
-    with connection.cursor() as c:
-        c.execute("ANALYZE")
+    analyze()
     yield
 
 
@@ -38,7 +37,12 @@ def test_a_held_key_is_found_by_the_unique_index(keyed: None) -> None:
 def test_a_free_key_is_one_insert_whose_arbiter_is_the_unique_index(keyed: None) -> None:
     statements = list(message_statements(lambda: mq.send("keyed", b"new", unique_key="free")))
     (insert,) = statements  # no read: the key was free
-    assert "ON CONFLICT" in insert
+    if connection.vendor == "mysql":
+        # MariaDB has no ON CONFLICT: the unique index of migration 0016 refuses the
+        # row and IGNORE makes that "nothing written".
+        assert insert.startswith("INSERT IGNORE")
+    else:
+        assert "ON CONFLICT" in insert
     if connection.vendor == "postgresql":
         assert "Conflict Arbiter Indexes: mqlite_msg_unique" in explain(insert)
 

@@ -17,12 +17,17 @@ from django_mqlite.engine import claim, settle, settle_sql
 from django_mqlite.engine.dialects import PostgreSQLDialect, SQLiteDialect
 from django_mqlite.engine.rows import MESSAGE_COLUMNS, MessageRow, columns
 
+#: MariaDB has no UPDATE ... RETURNING: its engine cursor reads the updated rows back
+#: by key with the statement's RETURNING list (``dialects/mariadb_sql.py``).
+READ_BACK = re.compile(r"^SELECT (.+?) FROM mqlite_message WHERE seq IN \((?!.*FOR UPDATE$)")
+
 
 def returned(sql: str) -> list[str]:
     """The names a statement's RETURNING list gives back (``mqlite_message.``, a ``+ 1``
     and a ``NULL AS`` dropped: the claim-and-delete counts the delivery it hands out and
     grants no lease)."""
-    tail = sql.rsplit(" RETURNING ", 1)[1]
+    back = READ_BACK.match(sql)
+    tail = back.group(1) if back and " RETURNING " not in sql else sql.rsplit(" RETURNING ", 1)[1]
     names = [c.strip().removeprefix("mqlite_message.") for c in tail.split(",")]
     return [re.sub(r"\s*\+\s*1$", "", n).removeprefix("NULL AS ") for n in names]
 
@@ -55,7 +60,11 @@ def test_abandon_and_reject_return_a_moved_row(statement: str) -> None:
 def _captured(run: object, start: str) -> list[str]:
     with CaptureQueriesContext(connection) as ctx:
         run()  # type: ignore[operator]
-    found = [q["sql"] for q in ctx.captured_queries if start in q["sql"]]
+    found = [
+        q["sql"]
+        for q in ctx.captured_queries
+        if start in q["sql"] or (start == "RETURNING" and READ_BACK.match(q["sql"]))
+    ]
     assert found, f"no statement with {start!r} ran"
     return found
 

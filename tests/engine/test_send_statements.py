@@ -13,6 +13,7 @@ from django.test.utils import CaptureQueriesContext
 
 import django_mqlite as mq
 from tests.support.features import has, requires
+from tests.support.triggers import triggers
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -185,12 +186,7 @@ def test_sqlite_counts_by_trigger_and_the_send_writes_no_counter() -> None:
         mq.send_batch("t", [mq.OutMessage("y"), mq.OutMessage("z")])
     assert not [s for s in statements(ctx) if "mqlite_totals" in s], statements(ctx)
     assert mq.stats("t").totals["enqueued"] == 3
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' "
-            "AND name = 'mqlite_count_enqueued'"
-        )
-        assert cursor.fetchone()[0] == 1
+    assert triggers() == {"mqlite_count_enqueued"}
 
 
 def test_a_transaction_counts_every_send_once_savepoints_included() -> None:

@@ -9,19 +9,31 @@ from django.db import connections
 
 from ...exceptions import InvalidArgumentError
 from .base import Dialect
+from .mariadb import MariaDBDialect
 from .postgresql import PostgreSQLDialect
 from .sqlite import SQLiteDialect
 
 _DIALECTS: dict[str, Dialect] = {
     "sqlite": SQLiteDialect(),
     "postgresql": PostgreSQLDialect(),
+    # Experimental (MQLITE["EXPERIMENTAL_MARIADB"], checks.py): Django's vendor is
+    # "mysql" for MySQL and MariaDB alike; only MariaDB is served.
+    "mariadb": MariaDBDialect(),
 }
 
-SUPPORTED_VENDORS = tuple(_DIALECTS)
+SUPPORTED_VENDORS = ("sqlite", "postgresql")
+
+
+def vendor_of(alias: str) -> str:
+    """The database's vendor as the dialects name it: Django's, but "mariadb" for
+    Django's MySQL backend, which only MariaDB may be behind (check E012 refuses MySQL;
+    telling them apart here would connect to the server)."""
+    vendor = str(connections[alias].vendor)
+    return "mariadb" if vendor == "mysql" else vendor
 
 
 def dialect_for(alias: str) -> Dialect:
-    vendor = connections[alias].vendor
+    vendor = vendor_of(alias)
     try:
         return _DIALECTS[vendor]
     except KeyError:
@@ -30,4 +42,4 @@ def dialect_for(alias: str) -> Dialect:
         ) from None
 
 
-__all__ = ["SUPPORTED_VENDORS", "Dialect", "dialect_for"]
+__all__ = ["SUPPORTED_VENDORS", "Dialect", "dialect_for", "vendor_of"]

@@ -8,6 +8,7 @@ strings. Fragments are constant SQL text, never data: data always travels as par
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 
@@ -38,6 +39,11 @@ class Dialect:
     json_is_text = False
     #: The SQL type a body is cast to.
     blob_type = "blob"
+
+    def engine_cursor(self, cursor: Any) -> Any:
+        """The cursor the engine runs its statements on, given Django's: the same, where
+        the database runs them as written."""
+        return cursor
 
     def new_token_sql(self) -> str:
         """An expression producing a fresh random 128-bit token as 32 hex characters."""
@@ -103,6 +109,16 @@ class Dialect:
         """A statement taking a transaction-scoped lock on one group key (one %s), or None
         when writes are serialized anyway."""
         return None
+
+    def lock_keys(self, cursor: Any, keys: Iterable[str]) -> None:
+        """Take the transaction-scoped locks of ``keys`` (``lock_group_sql``'s), in an
+        order every writer shares, so two writers never wait for each other in a
+        cycle; nothing where writes are serialized anyway."""
+        sql = self.lock_group_sql()
+        if sql is None:
+            return
+        for key in sorted(set(keys)):
+            cursor.execute(sql, [key])
 
     def clock_ms_sql(self) -> str:
         """A query returning the database server's wall clock, in ms since the epoch."""
