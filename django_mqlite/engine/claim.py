@@ -110,7 +110,7 @@ PICK = {
         " AND (expires_at IS NULL OR expires_at > %s)"
         " ORDER BY priority DESC, seq LIMIT {limit} FOR UPDATE SKIP LOCKED"
     ),
-    # As PostgreSQL, over mqlite_msg_claim as migration 0016 makes it on MariaDB (no
+    # As PostgreSQL, over mqlite_msg_claim as migration 0017 makes it on MariaDB (no
     # partial index, no descending key before 10.8): the state in the key, and
     # claim_rank, a virtual column holding -priority, for the order. The engine cursor
     # runs this pick first, on its own (``dialects.mariadb_sql``).

@@ -38,7 +38,7 @@ def test_a_free_key_is_one_insert_whose_arbiter_is_the_unique_index(keyed: None)
     statements = list(message_statements(lambda: mq.send("keyed", b"new", unique_key="free")))
     (insert,) = statements  # no read: the key was free
     if connection.vendor == "mysql":
-        # MariaDB has no ON CONFLICT: the unique index of migration 0016 refuses the
+        # MariaDB has no ON CONFLICT: the unique index of migration 0017 refuses the
         # row and IGNORE makes that "nothing written".
         assert insert.startswith("INSERT IGNORE")
     else:

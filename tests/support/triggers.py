@@ -1,5 +1,5 @@
 """The counting triggers installed in the database under test (migrations 0008 and
-0016), read from each vendor's catalogue."""
+0017), read from each vendor's catalogue."""
 
 from __future__ import annotations
 

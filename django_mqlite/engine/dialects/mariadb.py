@@ -18,7 +18,7 @@ can do, in the same transaction:
 - ``ON CONFLICT`` becomes ``ON DUPLICATE KEY UPDATE`` or ``INSERT IGNORE``, or (with a
   condition on the update) an insert then a guarded update.
 
-Partial indexes do not exist: migration 0016 gives MariaDB indexes that lead with the
+Partial indexes do not exist: migration 0017 gives MariaDB indexes that lead with the
 state (or a virtual generated column: the claim's order, the live unique key). Wake-ups
 are a bounded poll, as on SQLite; a group's lock is a row lock in ``mqlite_lock``
 (``GET_LOCK`` lasts for the session, not the transaction).
@@ -33,7 +33,7 @@ from typing import Any
 from .base import Dialect
 from .mariadb_sql import TOKEN_MARKER, MariaDBEngineCursor
 
-#: Rows of ``mqlite_lock`` (migration 0016): a lock key takes row ``crc32(key) % LOCKS``.
+#: Rows of ``mqlite_lock`` (migration 0017): a lock key takes row ``crc32(key) % LOCKS``.
 LOCKS = 4096
 
 
@@ -47,7 +47,7 @@ class MariaDBDialect(Dialect):
     vendor = "mariadb"
     supports_skip_locked = True
     concurrent_writers = True
-    # The mqlite_count_enqueued trigger of migration 0016 adds every insert.
+    # The mqlite_count_enqueued trigger of migration 0017 adds every insert.
     counts_enqueued = True
     # JSON columns are LONGTEXT checked by json_valid(): they keep the text given.
     json_is_text = True
@@ -58,7 +58,7 @@ class MariaDBDialect(Dialect):
 
     def index_hint(self, index: str) -> str:
         # As SQLite's INDEXED BY: the plan is fixed, whatever the statistics say (the
-        # indexes of migration 0016 serve each statement that names one).
+        # indexes of migration 0017 serve each statement that names one).
         return f"FORCE INDEX ({index})"
 
     def row_lock_sql(self, *, exclusive: bool) -> str:

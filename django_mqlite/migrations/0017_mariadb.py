@@ -105,7 +105,7 @@ def drop(apps, schema_editor):  # type: ignore[no-untyped-def]
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("django_mqlite", "0015_snooze"),
+        ("django_mqlite", "0016_task_control"),
     ]
 
     # DDL on MariaDB commits as it goes: no transaction around it.
