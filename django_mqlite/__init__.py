@@ -21,6 +21,7 @@ from .engine import clock
 from .engine.aio import apeek, areceive, arequest_cancel, asend, asend_batch, astats
 from .engine.batch import Batch, batch_results, get_batch
 from .engine.cancel import cancel_scheduled
+from .engine.chain import Chain, Step
 from .engine.claim import receive, receive_deferred
 from .engine.control import pause_queue, resume_queue
 from .engine.databases import database_of
@@ -104,6 +105,7 @@ __all__ = [
     "BatchState",
     "Callback",
     "Cancelled",
+    "Chain",
     "Completion",
     "CrossDatabaseError",
     "DedupConflictError",
@@ -130,6 +132,7 @@ __all__ = [
     "Snooze",
     "SnoozePastExpiryError",
     "State",
+    "Step",
     "Subscription",
     "Topic",
     "TopicExistsError",

@@ -124,6 +124,9 @@ class Message(models.Model):
     cancel_requested_at = models.BigIntegerField(null=True, blank=True)
     progress = models.JSONField(null=True, blank=True)
     checkpoint = models.JSONField(null=True, blank=True)
+    # Workflows: how many of the nodes this ``waiting`` message depends on
+    # (``mqlite_dependency``) have not finished yet; it becomes claimable at 0.
+    waiting_on = models.IntegerField(default=0, db_default=0)
 
     class Meta:
         db_table = "mqlite_message"
@@ -220,6 +223,15 @@ class Batch(models.Model):
     # could not be (its queue was deleted meanwhile, say).
     callback_seqs = models.JSONField(null=True, blank=True)
     callback_error = models.TextField(null=True, blank=True)
+    # A message's own node (a chain step, or a message others depend on): the message
+    # it follows (its only child); NULL for a batch made with ``mq.batch``.
+    seq = models.BigIntegerField(null=True, blank=True)
+    # A chain step's node: the chain's remaining steps (admitted messages, as a batch's
+    # callbacks are stored), the first of them enqueued when the step completes.
+    steps = models.JSONField(null=True, blank=True)
+    # 1 once a message depends on this node (``mqlite_dependency``): its end releases
+    # or fails them.
+    awaited = models.SmallIntegerField(default=0, db_default=0)
 
     class Meta:
         db_table = "mqlite_batch"
@@ -227,6 +239,26 @@ class Batch(models.Model):
 
     def __str__(self) -> str:
         return f"batch {self.id}"
+
+
+class Dependency(models.Model):
+    """A ``waiting`` message (``seq``) waits for a node (``batch_id``: a batch, or a
+    message's own node) to finish. Written when the message is sent, deleted by the
+    settlement that finishes the node, which releases or dead-letters the message in
+    the same transaction (``engine/dependencies.py``)."""
+
+    batch_id = models.BigIntegerField()
+    seq = models.BigIntegerField()
+
+    class Meta:
+        db_table = "mqlite_dependency"
+        constraints = [
+            models.UniqueConstraint(fields=["batch_id", "seq"], name="mqlite_dependency_key")
+        ]
+        indexes = [models.Index(fields=["seq"], name="mqlite_dependency_seq")]
+
+    def __str__(self) -> str:
+        return f"{self.seq} after {self.batch_id}"
 
 
 class SettlementReceipt(models.Model):
@@ -359,6 +391,7 @@ class QueueHistory(models.Model):
     depth_scheduled = models.BigIntegerField(default=0)
     depth_completed = models.BigIntegerField(default=0)
     depth_dead_lettered = models.BigIntegerField(default=0)
+    depth_waiting = models.BigIntegerField(default=0, db_default=0)
 
     class Meta:
         db_table = "mqlite_history"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any, ClassVar
@@ -10,11 +11,11 @@ from django.contrib import admin
 from django.db.models import BinaryField, QuerySet
 from django.db.models.functions import Length, Substr
 from django.http import HttpRequest
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from ..engine.types import State
-from ..models import DeadLetter, Message, Queue
+from ..models import Batch, DeadLetter, Dependency, Message, Queue
 from . import actions, format
 from .base import ReadOnlyAdmin
 from .databases import OnQueueDatabase, selected
@@ -130,6 +131,7 @@ class MessageAdmin(OnQueueDatabase, ReadOnlyAdmin):
             ("Times", {"fields": self.time_fields}),
             ("Task control", {"fields": self.running_fields}),
             ("Dead letter", {"fields": self.dead_letter_fields}),
+            ("Workflow", {"fields": ("workflow_detail",)}),
             ("Body", {"fields": ("body_detail",)}),
         ]
 
@@ -139,6 +141,7 @@ class MessageAdmin(OnQueueDatabase, ReadOnlyAdmin):
             *self.time_fields,
             *self.running_fields,
             *self.dead_letter_fields,
+            "workflow_detail",
             "body_detail",
         )
 
@@ -204,6 +207,27 @@ class MessageAdmin(OnQueueDatabase, ReadOnlyAdmin):
     def checkpoint_detail(self, obj: Message) -> SafeString:
         return format_html("<pre>{}</pre>", format.json_value(obj.checkpoint))
 
+    @admin.display(description="workflow")
+    def workflow_detail(self, obj: Message) -> SafeString | str:
+        """The batch it is a child of, the chain steps that follow it (kept with a dead
+        step: a redrive resumes them), and what it waits for."""
+        using = obj._state.db or "default"
+        lines: list[str] = []
+        node = Batch.objects.using(using).filter(id=obj.batch_id).first() if obj.batch_id else None
+        if node is not None and node.seq is None:
+            lines.append(f"child of batch {node.id}")
+        for n, spec in enumerate((node.steps or []) if node is not None else [], 1):
+            body = base64.b64decode(spec["body"])
+            summary = format.body_summary(body[:200], len(body), spec["content_type"])
+            lines.append(f"chain step +{n}: {spec['queue']}: {summary}")
+        if obj.state == State.WAITING.value:
+            waited = Dependency.objects.using(using).filter(seq=obj.seq).values("batch_id")
+            for b in Batch.objects.using(using).filter(id__in=waited).order_by("id"):
+                lines.append(f"waits for message {b.seq}" if b.seq else f"waits for batch {b.id}")
+        if not lines:
+            return "—"
+        return format_html_join("", "<div>{}</div>", ((line,) for line in lines))
+
     @admin.display(description="last error")
     def last_error_detail(self, obj: Message) -> SafeString | str:
         if not obj.last_error:
@@ -241,6 +265,27 @@ class DeadLetterAdmin(MessageAdmin):
     def description(self, obj: Message) -> str:
         text = obj.dead_letter_description or "—"
         return text if len(text) <= 100 else text[:100] + "…"
+
+    @admin.display(description="workflow")
+    def workflow_detail(self, obj: Message) -> SafeString | str:
+        """The batch it is a child of, the chain steps that follow it (kept with a dead
+        step: a redrive resumes them), and what it waits for."""
+        using = obj._state.db or "default"
+        lines: list[str] = []
+        node = Batch.objects.using(using).filter(id=obj.batch_id).first() if obj.batch_id else None
+        if node is not None and node.seq is None:
+            lines.append(f"child of batch {node.id}")
+        for n, spec in enumerate((node.steps or []) if node is not None else [], 1):
+            body = base64.b64decode(spec["body"])
+            summary = format.body_summary(body[:200], len(body), spec["content_type"])
+            lines.append(f"chain step +{n}: {spec['queue']}: {summary}")
+        if obj.state == State.WAITING.value:
+            waited = Dependency.objects.using(using).filter(seq=obj.seq).values("batch_id")
+            for b in Batch.objects.using(using).filter(id__in=waited).order_by("id"):
+                lines.append(f"waits for message {b.seq}" if b.seq else f"waits for batch {b.id}")
+        if not lines:
+            return "—"
+        return format_html_join("", "<div>{}</div>", ((line,) for line in lines))
 
     @admin.display(description="last error")
     def error(self, obj: Message) -> str:

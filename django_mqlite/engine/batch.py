@@ -56,7 +56,7 @@ from .types import BatchInfo, BatchState, Callback, OutMessage
 # the batch id, then the seqs.
 _JOIN = (
     "UPDATE mqlite_message SET batch_id = %s WHERE batch_id IS NULL "
-    "AND state IN ('active', 'scheduled') AND delivery_count = 0 AND seq IN ({seqs}) "
+    "AND state IN ('active', 'scheduled', 'waiting') AND delivery_count = 0 AND seq IN ({seqs}) "
     "RETURNING seq"
 )
 
@@ -97,7 +97,7 @@ class Batch:
 
     def __enter__(self) -> Batch:
         now = now_ms()
-        specs = {name: _spec(cb, now) for name, cb in self._callbacks.items()}
+        specs = {name: stored(cb, now) for name, cb in self._callbacks.items()}
         self._atomic = transaction.atomic(using=self.alias)
         self._atomic.__enter__()
         try:
@@ -221,7 +221,7 @@ class Batch:
         )
         # Children settled inside the block itself (a drain in the same transaction)
         # were counted already: the seal may be what finishes the batch.
-        tally.finish(cursor, dialect, tally.BatchRow(*cursor.fetchone()))
+        tally.finish_all(cursor, dialect, [tally.BatchRow(*cursor.fetchone())])
 
 
 def _alias(using: str | None, callbacks: dict[str, Callback]) -> str:
@@ -233,7 +233,7 @@ def _alias(using: str | None, callbacks: dict[str, Callback]) -> str:
     return aliases.pop() if aliases else databases.alias_of(using)
 
 
-def _spec(cb: Callback, now: int) -> dict[str, Any]:
+def stored(cb: Callback, now: int) -> dict[str, Any]:
     """A callback as stored on the batch: the admitted message (so what cannot be sent
     is refused now, with nothing written), re-sent through admission when it fires."""
     msg = cb.message
@@ -242,6 +242,8 @@ def _spec(cb: Callback, now: int) -> dict[str, Any]:
         raise InvalidArgumentError("a callback takes delay=, not scheduled_at=")
     if msg.unique_key is not None or msg.on_conflict is not None:
         raise InvalidArgumentError("a callback takes no unique_key (it is enqueued once)")
+    if msg.depends_on is not None:
+        raise InvalidArgumentError("a callback takes no depends_on (it is enqueued at the end)")
     row = admit(msg, now)
     return {
         "queue": cb.queue,

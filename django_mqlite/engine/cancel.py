@@ -9,8 +9,9 @@ from .rows import RELEASED_COLUMNS, ReleasedRow, load_queue
 
 
 def cancel_scheduled(queue: str, seq: int, *, using: str | None = None) -> bool:
-    """Remove a scheduled message that was never delivered. False if there was none.
-    A batch's child counts as cancelled (``tally``)."""
+    """Remove a scheduled message that was never delivered, or one waiting for its
+    dependencies. False if there was none. A batch's child counts as cancelled
+    (``tally``), and what waits for it fails."""
     alias = databases.alias_of(using, queue)
     cursor, dialect = databases.ctx(alias)
     arguments.check_seq(seq)
@@ -18,7 +19,8 @@ def cancel_scheduled(queue: str, seq: int, *, using: str | None = None) -> bool:
         q = load_queue(cursor, queue)
         cursor.execute(
             "DELETE FROM mqlite_message WHERE seq = %s AND queue_id = %s "
-            f"AND state = 'scheduled' AND delivery_count = 0 RETURNING {RELEASED_COLUMNS}",
+            "AND state IN ('scheduled', 'waiting') AND delivery_count = 0 "
+            f"RETURNING {RELEASED_COLUMNS}",
             [seq, q.id],
         )
         got = cursor.fetchone()

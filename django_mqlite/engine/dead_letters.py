@@ -11,15 +11,16 @@ function that decides what a burial entails:
 - the line the message leaves is released (its group's next message becomes claimable);
 - the queue counts it: ``dead_lettered`` and its cause (``exhausted``, ``rejected`` or
   ``expired``), so ``dead_lettered == exhausted + rejected + TTL dead-letters`` holds;
-- a child of a batch counts there as failed (``tally``), which may finish the batch
-  and enqueue its callbacks;
+- (a child of a batch counts there as failed: the caller's ``tally.count``, as for
+  every terminal transition; it may finish the batch and enqueue its callbacks);
 - when the queue names a ``forward_dead_letters_to`` that exists, the message moves
   there at once as an active message (delivery count reset), counted as redriven on
   the source and enqueued on the target, and it keeps where it came from and the
   deliveries it had (``forwarded_from``, ``forwarded_deliveries``: what SQS shows as
   ``DeadLetterQueueSourceArn`` and a receive count that keeps counting). A target that
   no longer exists leaves it here. A forwarded child leaves its batch (counted as
-  failed there); a redrive (``move_rows``) puts a dead child back in its batch.
+  failed there); a redrive (``move_rows``) puts a dead child back in its batch (the
+  redrive counts it there as reopened).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from typing import NamedTuple
 
 from django.db.backends.utils import CursorWrapper
 
-from . import batches, events, lines, tally, totals
+from . import batches, events, lines, totals
 from .clock import now_ms
 from .dialects import Dialect
 from .rows import MOVED_COLUMNS, QUEUE_COLUMNS, MovedRow, QueueRow
@@ -72,15 +73,14 @@ def buried(
         per_queue.setdefault(r.queue_id, []).append(r.seq)
     for queue_id, seqs in per_queue.items():
         totals.bump_totals(cursor, dialect, queue_id, dead_lettered=len(seqs), **{cause: len(seqs)})
-    tally.count(cursor, dialect, [(r.batch_id, tally.FAILED) for r in rows])
     sources = _forwarding_sources(cursor, sorted(per_queue), source)
     out: dict[int, str] = {}
     for q in sources:
         target = _target(cursor, q)
         if target is not None:
             moved = move_rows(cursor, dialect, q, target, sorted(per_queue[q.id]), forward=True)
-            for seq in moved:
-                out[seq] = target.name
+            for m in moved:
+                out[m.seq] = target.name
     return out
 
 
@@ -115,13 +115,13 @@ def move_rows(
     seqs: list[int],
     *,
     forward: bool = False,
-) -> list[int]:
+) -> list[MovedRow]:
     """Make these dead letters of ``source`` active messages of ``target`` (which may be
     ``source``): delivery count reset, back in their lines. Redrive and forwarding both
     move rows with this; a forward (``forward``) records the source and adds the
     deliveries made there to ``forwarded_deliveries``, a redrive clears both. A moved
     message holds no unique key any more (another live message may hold it by now, and
-    two moved rows may share one), nor a cancel request (``running``). Returns the seqs
+    two moved rows may share one), nor a cancel request (``running``). Returns the rows
     moved."""
     now = now_ms()
     strict = target.ordering == Ordering.STRICT_FIFO
@@ -153,8 +153,6 @@ def move_rows(
     rows = [MovedRow(*r) for r in cursor.fetchall()]
     # Moved rows rejoin their lines blocked; the line's head is then re-established.
     lines.release_lines(cursor, dialect, target.id, [r.order_key for r in rows])
-    if not forward:
-        tally.count(cursor, dialect, [(r.batch_id, tally.REOPENED) for r in rows])
     if rows:
         totals.bump_totals(cursor, dialect, source.id, redriven=len(rows))
         if target.id != source.id:
@@ -166,4 +164,4 @@ def move_rows(
                 events.message_redriven,
                 [{**moved, "seq": r.seq} for r in rows],
             )
-    return [r.seq for r in rows]
+    return rows

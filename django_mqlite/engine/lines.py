@@ -15,7 +15,7 @@ from .dialects import Dialect
 from .rows import QueueRow
 from .types import Ordering
 
-LIVE_SQL = "('active', 'locked', 'deferred', 'scheduled')"
+LIVE_SQL = "('active', 'locked', 'deferred', 'scheduled', 'waiting')"
 
 
 def order_key_for(queue: QueueRow, group_id: str | None) -> str | None:

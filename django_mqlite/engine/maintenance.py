@@ -29,7 +29,7 @@ from django.db.backends.utils import CursorWrapper
 from ..conf import current
 from . import databases, events, history, lines, liveness, tally, totals
 from .clock import now_ms
-from .dead_letters import EXHAUSTED_REASON, Buried, buried
+from .dead_letters import EXHAUSTED_REASON, Buried
 from .dialects import Dialect
 from .redrive import delete_rows
 from .rows import (
@@ -108,7 +108,7 @@ def apply_reclaimed(cursor: CursorWrapper, dialect: Dialect, fetched: list[Any])
         for r in rows
         if r.state == "dead_lettered"
     ]
-    buried(cursor, dialect, dead, "exhausted")
+    tally.buried(cursor, dialect, dead, "exhausted")
 
 
 def expire_locks(alias: str, queue: str | None = None) -> int:
@@ -243,7 +243,7 @@ def expire_ttl(alias: str) -> int:
         )
         rows = [ExpiredRow(*r) for r in cursor.fetchall()]
         dead = [Buried(r.queue_id, r.seq, r.order_key, r.batch_id) for r in rows]
-        buried(cursor, dialect, dead, "expired")
+        tally.buried(cursor, dialect, dead, "expired")
         _expired(cursor, [(r.queue_id, r.seq) for r in rows], True)
         return len(rows)
 

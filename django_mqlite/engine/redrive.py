@@ -17,7 +17,7 @@ from ..conf import current
 from ..exceptions import InvalidArgumentError
 from . import arguments, batches, databases, lines, tally, totals
 from .clock import now_ms
-from .dead_letters import Buried, buried, move_rows
+from .dead_letters import Buried, move_rows
 from .dialects import Dialect
 from .rows import RELEASED_COLUMNS, ReleasedRow, load_queue
 from .types import LIVE_STATES, State
@@ -62,7 +62,9 @@ def redrive(
             if not picked:
                 break
             last = picked[-1]
-            moved += len(move_rows(cursor, dialect, source, target, picked))
+            rows = move_rows(cursor, dialect, source, target, picked)
+            tally.count(cursor, dialect, [(r.batch_id, tally.REOPENED) for r in rows])
+            moved += len(rows)
     return moved
 
 
@@ -173,8 +175,9 @@ def delete_rows(
 def bury(
     queue: str, seq: int, reason: str, description: str = "", *, using: str | None = None
 ) -> bool:
-    """Dead-letter a message that is waiting for delivery (active, scheduled or
-    deferred; never a locked one) with ``reason``, so a cancellation stays on record.
+    """Dead-letter a message that is waiting for delivery (active, scheduled, deferred
+    or waiting for its dependencies; never a locked one) with ``reason``, so a
+    cancellation stays on record.
 
     Counted as a rejection. False when the message is not waiting (running, settled,
     gone, or on another queue).
@@ -190,7 +193,8 @@ def bury(
         cursor.execute(
             "UPDATE mqlite_message SET state = 'dead_lettered', dead_letter_reason = %s, "
             "dead_letter_description = %s, dead_lettered_at = %s "
-            "WHERE seq = %s AND queue_id = %s AND state IN ('active', 'scheduled', 'deferred') "
+            "WHERE seq = %s AND queue_id = %s "
+            "AND state IN ('active', 'scheduled', 'deferred', 'waiting') "
             f"RETURNING {RELEASED_COLUMNS}",
             [reason, description[:4096], now, seq, q.id],
         )
@@ -199,5 +203,5 @@ def bury(
             return False
         row = ReleasedRow(*got)
         dead = [Buried(q.id, seq, row.order_key, row.batch_id)]
-        buried(cursor, dialect, dead, "rejected", source=q)
+        tally.buried(cursor, dialect, dead, "rejected", source=q)
         return True

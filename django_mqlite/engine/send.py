@@ -43,7 +43,17 @@ from ..exceptions import (
     InvalidArgumentError,
     UniqueKeyLockedError,
 )
-from . import arguments, batches, databases, events, lines, send_one, totals, tracing
+from . import (
+    arguments,
+    batches,
+    databases,
+    dependencies,
+    events,
+    lines,
+    send_one,
+    totals,
+    tracing,
+)
 from .admission import admit
 from .clock import now_ms
 from .dialects import Dialect
@@ -99,7 +109,7 @@ def _send_stamped(queue: str, msg: OutMessage, using: str | None) -> tuple[int, 
     arguments.check_queue_name(queue)
     now = now_ms()
     row = admit(msg, now)
-    if send_one.eligible(row):
+    if msg.depends_on is None and send_one.eligible(row):
         seq = send_one.try_send(alias, queue, row, now)
         if seq is not None:
             return seq, now
@@ -147,12 +157,18 @@ def _send(
     others collapsed into earlier messages)."""
     alias = databases.alias_of(using, queue)
     cursor, dialect = databases.ctx(alias)
+    refs = [None if m.depends_on is None else dependencies.check(m.depends_on) for m in messages]
     with transaction.atomic(using=alias):
         q = load_queue(cursor, queue)
         now = now_ms() if now is None else now
         rows = [for_queue(admit(m, now), q) for m in messages]
         if not rows:
             return []
+        waits = {
+            id(r): dependencies.resolve(cursor, dialect, alias, ref)
+            for r, ref in zip(rows, refs, strict=True)
+            if ref is not None
+        }
         claims: dict[int, int] = {}
         first: dict[str, Row] = {}  # each dedup key's first message in this batch
         repeats: list[Row] = []  # the later ones, in batch order
@@ -186,6 +202,9 @@ def _send(
             _insert(cursor, dialect, q, fresh, now)
         if inserted is not None:
             inserted.extend(r.seq for r in fresh)
+        for r in fresh:
+            if id(r) in waits:
+                dependencies.wait(cursor, r.seq, waits[id(r)])
         for key, r in owners.items():
             cursor.execute(
                 "UPDATE mqlite_dedup SET seq = %s WHERE queue_id = %s AND dedup_key = %s",
@@ -199,12 +218,7 @@ def _send(
         if fresh:
             if not dialect.counts_enqueued:
                 totals.bump_totals(cursor, dialect, q.id, enqueued=len(fresh))
-            notify = dialect.notify_sql()
-            if not send_one.wake_pending(alias, q.name):
-                if notify is not None:
-                    # Delivered by the database at commit, never for a rolled-back send.
-                    cursor.execute(notify, [q.name])
-                send_one.on_commit_wake(alias, q.name)
+            wake(cursor, dialect, [q.name])
             if events.listening(events.message_sent):
                 events.sent(alias, q.name, [r.seq for r in fresh])
         return [r.seq for r in rows]
@@ -263,6 +277,19 @@ def _insert(
         seqs = sorted(row[0] for row in cursor.fetchall())
         for r, seq in zip(chunk, seqs, strict=True):
             r.seq = seq
+
+
+def wake(cursor: CursorWrapper, dialect: Dialect, queues: Sequence[str]) -> None:
+    """Wake the consumers of ``queues`` once this transaction commits (NOTIFY where the
+    database has it, and this process's waiters): messages became claimable."""
+    alias = cursor.db.alias
+    notify = dialect.notify_sql()
+    for name in queues:
+        if not send_one.wake_pending(alias, name):
+            if notify is not None:
+                # Delivered by the database at commit, never for a rolled-back send.
+                cursor.execute(notify, [name])
+            send_one.on_commit_wake(alias, name)
 
 
 def enqueue_in(alias: str, queue: str, msg: OutMessage) -> int:

@@ -62,7 +62,7 @@ from . import (
     tracing,
 )
 from .clock import from_ms, now_ms
-from .dead_letters import Buried, buried
+from .dead_letters import Buried
 from .dialects import Dialect
 from .rows import QueueRow, columns, load_queue
 from .running import Notes
@@ -214,10 +214,22 @@ def complete_many(
         if rows:
             lines.release_lines(cursor, dialect, q.id, [r.order_key for r in rows])
             totals.bump_totals(cursor, dialect, q.id, completed=len(rows))
-            tally.count(cursor, dialect, [(r.batch_id, tally.COMPLETED) for r in rows])
+            outcomes = [(r.batch_id, tally.COMPLETED) for r in rows]
+            tally.count(cursor, dialect, outcomes, _node_results(pairs, completions, rows))
         return {r.seq: Settled(r.seq, Outcome.COMPLETED) for r in rows}
 
     return _settle(queue, using, "complete", [(s, t, "") for s, t in pairs], apply, lapsed)
+
+
+def _node_results(
+    pairs: Sequence[Pair], completions: Sequence[Completion | None] | None, rows: Sequence[Any]
+) -> dict[int, Any] | None:
+    """By batch id, the result each completed child of a node carried (a chain step
+    hands it to the next); None when no completion carried one."""
+    if not completions:
+        return None
+    by_seq = {pairs[k][0]: c.result for k, c in enumerate(completions) if c is not None}
+    return {r.batch_id: by_seq[r.seq] for r in rows if r.batch_id is not None and r.seq in by_seq}
 
 
 def complete(
@@ -453,7 +465,7 @@ def _with_burials(
 ) -> Done:
     """The outcome of each row an abandon or reject moved,
     its dead letters buried (released, counted, forwarded) by the one rule."""
-    forwarded = buried(cursor, dialect, dead, cause, source=q)
+    forwarded = tally.buried(cursor, dialect, dead, cause, source=q)
     out: Done = {}
     for r in rows:
         if r.seq in forwarded:

@@ -31,6 +31,13 @@ transaction as the settlement. The callbacks are therefore enqueued exactly once
 and only when that settlement commits; a rollback takes back the count and the
 callbacks together.
 
+The same finish ends what follows a message's own node (``nodes``): a chain step's next
+step is enqueued, with the step's result, when the step completed (``STEP_BIT`` in
+``fired``: at most once); the messages that wait for the node are released or
+dead-lettered (``dependencies``). Dead-lettering them ends them, so ``count`` runs again
+for their own nodes (a failure goes down a chain of dependents within the one
+transaction).
+
 Each callback is enqueued at most once in a batch's life. After a redrive re-opens a
 finished batch, a callback that already fired does not fire again; one that had not
 (``on_success`` of a batch that failed, once the redriven children complete) fires when
@@ -41,14 +48,15 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from django.db.backends.utils import CursorWrapper
 
 from ..exceptions import MQLiteError
-from . import batches, send
+from . import batches, dead_letters, dependencies, nodes, send
 from .admission import admit
 from .clock import now_ms
 from .dialects import Dialect
@@ -63,6 +71,8 @@ REOPENED = "reopened"
 
 #: The callbacks, their bit in ``mqlite_batch.fired``, in the order they are enqueued.
 CALLBACK_BITS = {"on_complete": 1, "on_success": 2, "on_failure": 4}
+#: A chain step's node: its next step was enqueued.
+STEP_BIT = 8
 
 
 @dataclass(slots=True)
@@ -78,6 +88,11 @@ class BatchRow:
     fired: int
     callbacks: Any
     callback_seqs: Any
+    #: A message's own node (``nodes``): the message; its chain's remaining steps; 1
+    #: when messages wait for it (``dependencies``).
+    seq: int | None
+    steps: Any
+    awaited: int
 
     @property
     def pending(self) -> int:
@@ -106,10 +121,15 @@ _DELTA = {COMPLETED: (1, 0, 0), FAILED: (0, 1, 0), CANCELLED: (0, 0, 1), REOPENE
 
 
 def count(
-    cursor: CursorWrapper, dialect: Dialect, outcomes: Iterable[tuple[int | None, str]]
+    cursor: CursorWrapper,
+    dialect: Dialect,
+    outcomes: Iterable[tuple[int | None, str]],
+    results: Mapping[int, Any] | None = None,
 ) -> None:
     """Count each (batch id, outcome) of rows a statement just ended (``batch_id`` None:
-    not a child, nothing to do), and fire the callbacks of a batch this finishes."""
+    not a child, nothing to do), and fire the callbacks of a batch this finishes.
+    ``results``: by batch id, the result a completion of a node's message carried (a
+    chain step passes it to the next)."""
     per: dict[int, list[int]] = {}
     for batch_id, outcome in outcomes:
         if batch_id is None:
@@ -133,31 +153,51 @@ def count(
     for batch_id in ids:
         params += [batch_id, *per[batch_id]]
     cursor.execute(COUNT.format(values=", ".join(["(%s, %s, %s, %s)"] * len(ids))), params)
-    for row in [BatchRow(*r) for r in cursor.fetchall()]:
-        finish(cursor, dialect, row)
+    finish_all(cursor, dialect, [BatchRow(*r) for r in cursor.fetchall()], results)
 
 
-def finish(cursor: CursorWrapper, dialect: Dialect, row: BatchRow) -> None:
+def finish_all(
+    cursor: CursorWrapper,
+    dialect: Dialect,
+    rows: Sequence[BatchRow],
+    results: Mapping[int, Any] | None = None,
+) -> None:
+    """``finish`` each of ``rows`` (just counted, locked by this transaction), then
+    release or fail what waits for those that finished, in one pass."""
+    ended = [r for r in rows if finish(cursor, dialect, r, (results or {}).get(r.id))]
+    awaited = [r for r in ended if r.awaited]
+    if awaited:
+        _dependents(cursor, dialect, awaited)
+
+
+def finish(cursor: CursorWrapper, dialect: Dialect, row: BatchRow, result: Any = None) -> bool:
     """If ``row`` (as this transaction just locked and counted it) is sealed with no
-    child pending, mark it finished and enqueue each callback that is due and has not
-    fired. A callback that cannot be enqueued (checked when the batch was made, but its
-    queue was deleted or changed since) is recorded in ``callback_error`` rather than
-    failing the settlement."""
+    child pending, mark it finished, enqueue each callback (and a chain's next step,
+    with ``result``) that is due and has not fired, and release or fail the messages
+    that wait for it. A callback that cannot be enqueued (checked when the batch was
+    made, but its queue was deleted or changed since) is recorded in ``callback_error``
+    rather than failing the settlement. True when this finished it (the caller then
+    sees to what waits for it, ``finish_all``)."""
     if not row.sealed or row.pending != 0:
-        return
+        return False
     specs = dialect.load_json(row.callbacks) or {}
     due = 0
     for name, bit in CALLBACK_BITS.items():
         if name in specs and not row.fired & bit and _condition(name, row):
             due |= bit
+    steps = dialect.load_json(row.steps) if row.steps is not None else None
+    if steps and not row.fired & STEP_BIT and row.completed == row.total:
+        due |= STEP_BIT
     now = now_ms()
     cursor.execute(
         "UPDATE mqlite_batch SET fired = %s, finished_at = %s "
         "WHERE id = %s AND fired = %s AND sealed = 1",
         [row.fired | due, now, row.id, row.fired],
     )
-    if cursor.rowcount != 1 or not due:
-        return
+    if cursor.rowcount != 1:
+        return False
+    if not due:
+        return True
     seqs = dict(dialect.load_json(row.callback_seqs) or {})
     errors: list[str] = []
     for name, bit in CALLBACK_BITS.items():
@@ -168,17 +208,23 @@ def finish(cursor: CursorWrapper, dialect: Dialect, row: BatchRow) -> None:
                 seqs[name] = send.enqueue_in(cursor.db.alias, spec["queue"], msg)
             except MQLiteError as exc:
                 errors.append(f"{name}: {exc}")
+    if due & STEP_BIT:
+        try:
+            seqs["then"] = _next_step(cursor, dialect, steps or [], row, result)
+        except MQLiteError as exc:
+            errors.append(f"then: {exc}")
     cursor.execute(
         f"UPDATE mqlite_batch SET callback_seqs = {dialect.json_param()}, "
         "callback_error = COALESCE(%s, callback_error) WHERE id = %s",
         [json.dumps(seqs), "; ".join(errors) or None, row.id],
     )
+    return True
 
 
 #: A batch whose every number is as wide as its column allows: the summary with which a
 #: callback's message is checked when the batch is made (``check_callback``).
 _WIDE = 2**31 - 1
-_WIDEST = BatchRow(2**63 - 1, 1, _WIDE, _WIDE, _WIDE, _WIDE, 7, None, None)
+_WIDEST = BatchRow(2**63 - 1, 1, _WIDE, _WIDE, _WIDE, _WIDE, 7, None, None, None, None, 0)
 
 
 def check_callback(spec: dict[str, Any], name: str, queue: QueueRow, now: int) -> None:
@@ -188,6 +234,109 @@ def check_callback(spec: dict[str, Any], name: str, queue: QueueRow, now: int) -
     so a callback that could never be enqueued is refused then, not found out by the
     settlement that finishes the batch."""
     for_queue(admit(_message(spec, name, _WIDEST), now), queue)
+
+
+def _dependents(cursor: CursorWrapper, dialect: Dialect, rows: Sequence[BatchRow]) -> None:
+    """Release the messages waiting for these just finished nodes, or dead-letter them
+    where a node failed (``dependencies``), in the finishing settlement's transaction,
+    all of them locked first in seq order."""
+    taken = dependencies.taken(cursor, [r.id for r in rows])
+    if not taken:
+        return
+    done: Counter[int] = Counter()
+    why: dict[int, str] = {}
+    for r in rows:
+        for seq in taken.get(r.id, []):
+            if r.completed == r.total:
+                done[seq] += 1
+            else:
+                what = f"message {r.seq}" if r.seq is not None else f"batch {r.id}"
+                why.setdefault(
+                    seq,
+                    f"{what} did not complete ({r.failed} dead-lettered, {r.cancelled} cancelled)",
+                )
+    dependencies.lock(cursor, dialect, sorted(set(done) | set(why)))
+    now = now_ms()
+    done = Counter({seq: k for seq, k in done.items() if seq not in why})
+    if done:
+        queue_ids = dependencies.release(cursor, dialect, done, now)
+        if queue_ids:
+            send.wake(cursor, dialect, dependencies.queue_names(cursor, queue_ids))
+    if why:
+        dead = [dead_letters.Buried(*r) for r in dependencies.fail(cursor, why, now)]
+        buried(cursor, dialect, dead, "rejected")
+
+
+def buried(
+    cursor: CursorWrapper,
+    dialect: Dialect,
+    rows: Sequence[dead_letters.Buried],
+    cause: str,
+    *,
+    source: QueueRow | None = None,
+) -> dict[int, str]:
+    """What every path that dead-letters rows calls, in its transaction: the queue's
+    side (``dead_letters.buried``: lines, totals, forwarding; its answer returned),
+    then each row counted as failed in its batch or node."""
+    forwarded = dead_letters.buried(cursor, dialect, rows, cause, source=source)
+    count(cursor, dialect, [(r.batch_id, FAILED) for r in rows])
+    return forwarded
+
+
+class TaskSteps(Protocol):
+    """What the Tasks integration does for a chain step that is a task call (the
+    engine knows no task, so it asks): the step's envelope with the previous step's
+    result as its first argument, signed again."""
+
+    def with_result(self, body: bytes, result: Any, *, properties: Any, priority: int) -> bytes:
+        """``body`` (a signed task envelope) calling its task with ``result`` first."""
+
+
+#: Installed by the Tasks integration when the app is ready (``tasks/plugin.py``).
+task_steps: TaskSteps | None = None
+
+
+def _next_step(
+    cursor: CursorWrapper, dialect: Dialect, steps: list[Any], row: BatchRow, result: Any
+) -> int:
+    """Enqueue the first of a chain's remaining ``steps`` (``result``: the completed
+    step's) as a child of a node of its own that carries the rest; returns its seq."""
+    first, rest = steps[0], steps[1:]
+    seq = send.enqueue_in(cursor.db.alias, first["queue"], step_message(first, result, row.seq))
+    if rest:
+        nodes.make(cursor, dialect, seq, json.dumps(rest))
+    return seq
+
+
+def step_message(spec: dict[str, Any], result: Any, previous: int | None) -> OutMessage:
+    """A chain step's message (``spec`` as stored): a task call gets ``result`` as its
+    first argument (``task_steps``), any other message in its properties
+    (``chain_result``); both carry the seq of the step that completed
+    (``chain_previous``)."""
+    body = base64.b64decode(spec["body"])
+    props = dict(spec["properties"] or {})
+    if spec.get("task"):
+        if task_steps is None:
+            raise MQLiteError("a task step needs the Tasks integration (django_mqlite's app)")
+        body = task_steps.with_result(
+            body, result, properties=spec["properties"], priority=spec["priority"]
+        )
+    else:
+        props["chain_result"] = result
+    props["chain_previous"] = previous
+    return OutMessage(
+        body,
+        content_type=spec["content_type"],
+        message_id=spec["message_id"],
+        group_id=spec["group_id"],
+        subject=spec["subject"],
+        properties=props,
+        correlation_id=spec["correlation_id"],
+        reply_to=spec["reply_to"],
+        priority=spec["priority"],
+        delay=None if spec["delay_ms"] is None else spec["delay_ms"] / 1000,
+        ttl=None if spec["ttl_ms"] is None else spec["ttl_ms"] / 1000,
+    )
 
 
 def _condition(name: str, row: BatchRow) -> bool:

@@ -348,6 +348,8 @@ def _publish(topic: str, msg: OutMessage, using: str | None) -> list[str]:
     row = admit(msg, now)
     if row.unique_key is not None:  # a key is per queue; a publish reaches many
         raise InvalidArgumentError("publish does not take a unique_key")
+    if msg.depends_on is not None:  # a copy per queue: send them with mq.send instead
+        raise InvalidArgumentError("publish does not take depends_on")
     cursor, dialect = databases.ctx(alias)
     # Reads and one write statement need no savepoint inside the caller's transaction
     # (a statement is atomic on its own, as the one-statement send); outside one, the

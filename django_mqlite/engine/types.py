@@ -13,7 +13,8 @@ from .clock import from_ms
 
 
 class State(enum.StrEnum):
-    """A message's state; ``active``, ``locked``, ``deferred`` and ``scheduled`` are live."""
+    """A message's state; ``active``, ``locked``, ``deferred``, ``scheduled`` and
+    ``waiting`` (for its dependencies, ``send(..., depends_on=...)``) are live."""
 
     ACTIVE = "active"
     LOCKED = "locked"
@@ -21,10 +22,11 @@ class State(enum.StrEnum):
     SCHEDULED = "scheduled"
     COMPLETED = "completed"
     DEAD_LETTERED = "dead_lettered"
+    WAITING = "waiting"
 
 
 #: States in which a message still waits for (or is in) delivery; they hold their group's line.
-LIVE_STATES = (State.ACTIVE, State.LOCKED, State.DEFERRED, State.SCHEDULED)
+LIVE_STATES = (State.ACTIVE, State.LOCKED, State.DEFERRED, State.SCHEDULED, State.WAITING)
 
 
 class Ordering(enum.StrEnum):
@@ -91,6 +93,9 @@ class OutMessage:
     unique_key: str | None = None
     #: What a send whose ``unique_key`` is held does: only ``"skip"`` (the default).
     on_conflict: str | None = None
+    #: Messages (seqs, ``(queue, seq)`` pairs) and batches this one waits for: it is
+    #: stored ``waiting`` until they all complete (``dependencies``).
+    depends_on: list[Any] | None = None
 
 
 @dataclass

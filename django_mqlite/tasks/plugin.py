@@ -39,10 +39,21 @@ def periodic_ticker(using: str | None) -> Any:
     return ticker_loop(using=using)
 
 
+def install_chains() -> None:
+    """Sign the envelopes of chains' task steps (``tasks.chains``); nothing to do
+    without a Tasks framework."""
+    try:
+        from .chains import install
+    except ImportError:  # neither django.tasks nor the django-tasks backport
+        return
+    install()
+
+
 def install() -> None:
     from .topics import install as install_topics
 
     install_topics()  # task subscriptions of topics (mq.subscribe_task)
+    install_chains()  # task steps of chains (tasks.chains.step)
     register_discovery(register_task_queues)
     register_service(periodic_ticker)
     register_declarations(declared_queues)

@@ -104,6 +104,7 @@ def parse_id(result_id: object) -> int | None:
 STATUS_OF_STATE = {
     "active": TaskResultStatus.READY,
     "scheduled": TaskResultStatus.READY,
+    "waiting": TaskResultStatus.READY,
     "deferred": TaskResultStatus.READY,
     "locked": TaskResultStatus.RUNNING,
     "completed": TaskResultStatus.SUCCESSFUL,

@@ -87,3 +87,23 @@ def test_times_are_datetimes(admin_client: Client, make_queue, clock):
     mq.send(q, b"x")
     html = admin_client.get(URL).content.decode()
     assert "May 6, 2031, 7:08" in html
+
+
+def test_the_message_page_shows_a_dead_steps_remaining_chain_and_what_waits(
+    admin_client: Client, make_queue
+):
+    q = make_queue(max_delivery_count=1).name
+    first = (
+        mq.Step(q, {"step": 1})
+        .then(mq.Step(q, {"step": "two"}))
+        .then(mq.Step(q, {"step": "three"}))
+        .send()
+    )
+    waiting = mq.send(q, b"after", depends_on=[first])
+    page = admin_client.get(f"{URL}{waiting}/change/").content.decode()
+    assert f"waits for message {first}" in page
+    (m,) = [m for m in mq.receive(q, max_messages=5) if m.seq == first]
+    m.reject("Bad")
+    page = admin_client.get(f"/admin/django_mqlite/deadletter/{first}/change/").content.decode()
+    assert "chain step +1" in page and "two" in page
+    assert "chain step +2" in page and "three" in page

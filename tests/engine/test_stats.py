@@ -18,6 +18,7 @@ def test_counts_include_every_state(q: str, clock: mq.clock.FrozenClock) -> None
         "scheduled": 0,
         "completed": 0,
         "dead_lettered": 0,
+        "waiting": 0,
     }
     assert s.oldest_active_age is None
     assert set(s.totals) == {

@@ -51,6 +51,10 @@ def _behave(msg: mq.Received) -> None:
         raise ValueError(f"boom on delivery {msg.delivery_count}")
     if "reject" in spec:
         raise mq.Reject(spec["reject"], "rejected by the test consumer")
+    if "chain" in spec:  # a chain step: record what it got, hand its body on as its result
+        got = (msg.properties or {}).get("chain_result")
+        record("step", msg, chain=spec["chain"], step=spec["step"], previous=got)
+        msg.completion = mq.Completion(result={"chain": spec["chain"], "step": spec["step"]})
     record("done", msg)
 
 
