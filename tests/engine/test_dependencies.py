@@ -241,3 +241,15 @@ def test_a_publish_takes_no_dependencies(qs: Any) -> None:
     with pytest.raises(mq.InvalidArgumentError):
         mq.publish("t", "x", depends_on=[a])
     assert mq.peek("down") == []
+
+
+def test_a_batch_or_message_node_that_already_succeeded_is_a_dependency_met(qs: Any) -> None:
+    with mq.batch() as b:
+        b.send("up", "x")
+    a = mq.send("up", "a")
+    first = mq.send("down", "first", depends_on=[a])  # gives a its own node
+    for m in mq.receive("up", max_messages=2):
+        m.complete()
+    assert state("down", first) == "active"
+    d = mq.send("down", "d", depends_on=[b])
+    assert state("down", d) == "active"
