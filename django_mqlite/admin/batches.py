@@ -87,6 +87,11 @@ class BatchAdmin(OnQueueDatabase, ReadOnlyAdmin):
     readonly_fields = fields
     actions = ("redrive_failed_children",)
 
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        # A message's own node (a chain step, a message others wait for) is a batch of
+        # one the engine made: its message's page shows it, not this one.
+        return super().get_queryset(request).filter(seq__isnull=True)
+
     @admin.display(description="state")
     def state(self, obj: Batch) -> str:
         return _state(obj).value

@@ -103,3 +103,12 @@ def test_redrive_needs_its_permission(staff_client: Any, batch: Any) -> None:
     assert staff_client().get(URL).status_code == 403  # no view_batch: no page
     redriver = staff_client("view_batch", "redrive_message")
     assert "redrive_failed_children" in redriver.get(URL).content.decode()
+
+
+def test_a_messages_own_node_is_not_listed(admin_client: Client, batch: Any) -> None:
+    bid, _ = batch
+    first = mq.Step("kids", "a").then(mq.Step("kids", "b")).send()
+    mq.send("kids", "after", depends_on=[first])
+    page = _text(admin_client.get(URL))
+    assert f"/batch/{bid}/change/" in page
+    assert page.count("/change/") == 1, page
