@@ -3,10 +3,11 @@
 A message becomes ``dead_lettered`` on these paths: ``reject``; ``abandon`` on its last
 allowed delivery (a single call or a batch, the worker's failed attempts included); the
 reaper's lock expiry on the last delivery and its reclaim of a dead worker's locks on
-the last delivery; TTL expiry on a queue with ``dead_letter_on_expire``; and ``bury``
-(a cancelled task). Each path's own guarded statement sets the state and the reason and
-returns the rows it buried; then, in the same transaction, it calls ``buried``, the one
-function that decides what a burial entails:
+the last delivery; TTL expiry on a queue with ``dead_letter_on_expire``; ``bury`` (a
+cancelled task); and a dependency that failed (``dependencies``). Each path's own
+guarded statement sets the state and the reason and returns the rows it buried; then,
+in the same transaction, it calls ``tally.buried``, which runs ``buried`` here, the one
+function that decides what a burial entails for the queue:
 
 - the line the message leaves is released (its group's next message becomes claimable);
 - the queue counts it: ``dead_lettered`` and its cause (``exhausted``, ``rejected`` or

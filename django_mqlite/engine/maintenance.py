@@ -95,7 +95,7 @@ def reclaim_sql(dialect: Dialect, pick_where: str, index: str) -> str:
 
 def apply_reclaimed(cursor: CursorWrapper, dialect: Dialect, fetched: list[Any]) -> None:
     """Count the reclaimed rows (``reclaim_sql``'s ``ReclaimedRow``s): each is a retry or,
-    when it was the last allowed delivery, a burial (``dead_letters.buried``)."""
+    when it was the last allowed delivery, a burial (``tally.buried``)."""
     rows = [ReclaimedRow(*r) for r in fetched]
     per_queue: dict[int, Counter[str]] = {}
     for r in rows:

@@ -16,8 +16,8 @@ re-reads rows to guess. A single call is the batch of one: ``complete``, ``aband
 ``snooze``, ``reject``, ``defer`` and ``renew`` raise ``LockLostError`` for a stale item
 (``one``);
 ``complete_batch`` and ``renew_batch`` answer a bool per item. Every dead letter a
-settlement makes goes through ``dead_letters.buried`` (counted, and forwarded to the
-queue's ``forward_dead_letters_to``).
+settlement makes goes through ``tally.buried`` (counted, forwarded to the queue's
+``forward_dead_letters_to``, and counted in its batch).
 
 A lapsed lease (``lapsed=True`` on complete, abandon and renew; what the SQS endpoint
 passes, since a receipt handle outlives its visibility timeout there): the settlement
