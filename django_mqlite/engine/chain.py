@@ -11,7 +11,7 @@ the step completed, the next step is enqueued then (``tally.STEP_BIT`` marks it 
 so at most once, whatever redelivery, lease expiry or worker crash came before) with a
 node of its own for the rest. A plain message's ``properties["chain_result"]`` holds the
 previous result; a task step (the Tasks form, ``tasks/chains.py``) gets it as its first
-argument, its envelope signed again by the Tasks integration (``tally.task_steps``).
+argument, its envelope signed again by the Tasks integration (``chain_steps.task_steps``).
 Either carries ``chain_previous``, the seq of the step that completed.
 
 A step that fails stops the chain: dead-lettered, it stays a child of its node, which
@@ -37,7 +37,7 @@ from typing import Any
 from django.db import transaction
 
 from ..exceptions import CrossDatabaseError, InvalidArgumentError
-from . import batch, databases, nodes, send, tally
+from . import batch, chain_steps, databases, nodes, send
 from .admission import admit
 from .clock import now_ms
 from .prepare import for_queue
@@ -108,7 +108,7 @@ class Chain:
         with transaction.atomic(using=alias):
             cursor, dialect = databases.ctx(alias)
             for spec in specs:
-                checked = tally.step_message({**spec, "task": False}, None, 2**63 - 1)
+                checked = chain_steps.step_message({**spec, "task": False}, None, 2**63 - 1)
                 for_queue(admit(checked, now), load_queue(cursor, spec["queue"]))
             msg = first.message
             options = {f.name: getattr(msg, f.name) for f in fields(msg) if f.name != "body"}

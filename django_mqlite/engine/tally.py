@@ -51,12 +51,12 @@ import json
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from django.db.backends.utils import CursorWrapper
 
 from ..exceptions import MQLiteError
-from . import batches, dead_letters, dependencies, nodes, send
+from . import batches, chain_steps, dead_letters, dependencies, send
 from .admission import admit
 from .clock import now_ms
 from .dialects import Dialect
@@ -172,12 +172,11 @@ def finish_all(
 
 def finish(cursor: CursorWrapper, dialect: Dialect, row: BatchRow, result: Any = None) -> bool:
     """If ``row`` (as this transaction just locked and counted it) is sealed with no
-    child pending, mark it finished, enqueue each callback (and a chain's next step,
-    with ``result``) that is due and has not fired, and release or fail the messages
-    that wait for it. A callback that cannot be enqueued (checked when the batch was
-    made, but its queue was deleted or changed since) is recorded in ``callback_error``
-    rather than failing the settlement. True when this finished it (the caller then
-    sees to what waits for it, ``finish_all``)."""
+    child pending, mark it finished and enqueue each callback (and a chain's next
+    step, with ``result``) that is due and has not fired. A callback that cannot be
+    enqueued (checked when the batch was made, but its queue was deleted or changed
+    since) is recorded in ``callback_error`` rather than failing the settlement. True
+    when this finished it (the caller then sees to what waits for it, ``finish_all``)."""
     if not row.sealed or row.pending != 0:
         return False
     specs = dialect.load_json(row.callbacks) or {}
@@ -210,7 +209,7 @@ def finish(cursor: CursorWrapper, dialect: Dialect, row: BatchRow, result: Any =
                 errors.append(f"{name}: {exc}")
     if due & STEP_BIT:
         try:
-            seqs["then"] = _next_step(cursor, dialect, steps or [], row, result)
+            seqs["then"] = chain_steps.enqueue_next(cursor, dialect, steps or [], row.seq, result)
         except MQLiteError as exc:
             errors.append(f"then: {exc}")
     cursor.execute(
@@ -281,62 +280,6 @@ def buried(
     forwarded = dead_letters.buried(cursor, dialect, rows, cause, source=source)
     count(cursor, dialect, [(r.batch_id, FAILED) for r in rows])
     return forwarded
-
-
-class TaskSteps(Protocol):
-    """What the Tasks integration does for a chain step that is a task call (the
-    engine knows no task, so it asks): the step's envelope with the previous step's
-    result as its first argument, signed again."""
-
-    def with_result(self, body: bytes, result: Any, *, properties: Any, priority: int) -> bytes:
-        """``body`` (a signed task envelope) calling its task with ``result`` first."""
-
-
-#: Installed by the Tasks integration when the app is ready (``tasks/plugin.py``).
-task_steps: TaskSteps | None = None
-
-
-def _next_step(
-    cursor: CursorWrapper, dialect: Dialect, steps: list[Any], row: BatchRow, result: Any
-) -> int:
-    """Enqueue the first of a chain's remaining ``steps`` (``result``: the completed
-    step's) as a child of a node of its own that carries the rest; returns its seq."""
-    first, rest = steps[0], steps[1:]
-    seq = send.enqueue_in(cursor.db.alias, first["queue"], step_message(first, result, row.seq))
-    if rest:
-        nodes.make(cursor, dialect, seq, json.dumps(rest))
-    return seq
-
-
-def step_message(spec: dict[str, Any], result: Any, previous: int | None) -> OutMessage:
-    """A chain step's message (``spec`` as stored): a task call gets ``result`` as its
-    first argument (``task_steps``), any other message in its properties
-    (``chain_result``); both carry the seq of the step that completed
-    (``chain_previous``)."""
-    body = base64.b64decode(spec["body"])
-    props = dict(spec["properties"] or {})
-    if spec.get("task"):
-        if task_steps is None:
-            raise MQLiteError("a task step needs the Tasks integration (django_mqlite's app)")
-        body = task_steps.with_result(
-            body, result, properties=spec["properties"], priority=spec["priority"]
-        )
-    else:
-        props["chain_result"] = result
-    props["chain_previous"] = previous
-    return OutMessage(
-        body,
-        content_type=spec["content_type"],
-        message_id=spec["message_id"],
-        group_id=spec["group_id"],
-        subject=spec["subject"],
-        properties=props,
-        correlation_id=spec["correlation_id"],
-        reply_to=spec["reply_to"],
-        priority=spec["priority"],
-        delay=None if spec["delay_ms"] is None else spec["delay_ms"] / 1000,
-        ttl=None if spec["ttl_ms"] is None else spec["ttl_ms"] / 1000,
-    )
 
 
 def _condition(name: str, row: BatchRow) -> bool:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..engine import tally
+from ..engine import chain_steps
 from ..engine.chain import Step, task_step
 from ..exceptions import InvalidArgumentError
 from .compat import Task, task_backends
@@ -46,7 +46,7 @@ def step(task: Task, *args: Any, **kwargs: Any) -> Step:
 
 
 class TaskSteps:
-    """The engine's question for a task step (``tally.TaskSteps``)."""
+    """The engine's question for a task step (``chain_steps.TaskSteps``)."""
 
     def with_result(self, body: bytes, result: Any, *, properties: Any, priority: int) -> bytes:
         envelope = json.loads(body)
@@ -57,4 +57,4 @@ class TaskSteps:
 
 
 def install() -> None:
-    tally.task_steps = TaskSteps()
+    chain_steps.task_steps = TaskSteps()
