@@ -19,7 +19,8 @@ from typing import Any
 from . import admission
 from .engine import clock
 from .engine.aio import apeek, areceive, arequest_cancel, asend, asend_batch, astats
-from .engine.batch import Batch, batch_results, get_batch
+from .engine.batch import Batch
+from .engine.batch_reads import batch_results, get_batch, list_batches
 from .engine.cancel import cancel_scheduled
 from .engine.chain import Chain, Step
 from .engine.claim import receive, receive_deferred
@@ -163,6 +164,7 @@ __all__ = [
     "get_queue",
     "get_topic",
     "history",
+    "list_batches",
     "list_queues",
     "list_topics",
     "matching_queues",

@@ -42,12 +42,12 @@ from typing import Any
 
 from django.db import transaction
 
-from ..exceptions import BatchNotFoundError, CrossDatabaseError, InvalidArgumentError
+from ..exceptions import CrossDatabaseError, InvalidArgumentError
 from . import arguments, batches, databases, send, tally
 from .admission import admit
-from .clock import from_ms, now_ms
+from .clock import now_ms
 from .rows import load_queue
-from .types import BatchInfo, BatchState, Callback, OutMessage
+from .types import Callback, OutMessage
 
 # -- name: join_batch ---------------------------------------------------------------------
 # A message becomes a child only while it waits for its first delivery and is in no
@@ -259,47 +259,3 @@ def stored(cb: Callback, now: int) -> dict[str, Any]:
         "delay_ms": row.visible_at - now if row.visible_at > now else None,
         "ttl_ms": row.ttl_ms,
     }
-
-
-def get_batch(batch_id: int, *, using: str | None = None) -> BatchInfo:
-    """A batch's progress (``BatchInfo``); ``BatchNotFoundError`` for an unknown id."""
-    arguments.check_seq(batch_id)
-    alias = databases.alias_of(using)
-    cursor, dialect = databases.ctx(alias)
-    cursor.execute(
-        f"SELECT {tally.BATCH_COLUMNS}, created_at, finished_at, callback_error "
-        "FROM mqlite_batch WHERE id = %s",
-        [batch_id],
-    )
-    found = cursor.fetchone()
-    if found is None:
-        raise BatchNotFoundError(f"batch {batch_id} does not exist on {alias!r}")
-    *counted, created_at, finished_at, error = found
-    row = tally.BatchRow(*counted)
-    state = BatchState.of(sealed=bool(row.sealed), pending=row.pending)
-    return BatchInfo(
-        id=row.id,
-        total=row.total,
-        pending=row.pending if row.sealed else row.total,
-        completed=row.completed,
-        failed=row.failed,
-        cancelled=row.cancelled,
-        state=state,
-        created_at=from_ms(created_at),
-        finished_at=None if finished_at is None else from_ms(finished_at),
-        callbacks=dict(dialect.load_json(row.callback_seqs) or {}),
-        callback_error=error,
-    )
-
-
-def batch_results(batch_id: int, *, using: str | None = None) -> dict[int, Any]:
-    """The kept results of a batch's completed children, by seq (children on queues
-    that keep results; a child whose queue does not keep them is not there)."""
-    arguments.check_seq(batch_id)
-    cursor, dialect = databases.ctx(databases.alias_of(using))
-    cursor.execute(
-        "SELECT seq, result FROM mqlite_message WHERE batch_id = %s AND state = 'completed' "
-        "ORDER BY seq",
-        [batch_id],
-    )
-    return {seq: dialect.load_json(result) for seq, result in cursor.fetchall()}

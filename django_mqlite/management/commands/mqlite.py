@@ -8,6 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from ...cli import batches as cli_batches
 from ...cli import control as cli_control
 from ...cli import subcommands as cli
 from ...cli import top
@@ -20,7 +21,7 @@ class Command(BaseCommand):
     help = (
         "Operate the queues: queues, create-queue, pause, resume, inspect, stats, top, peek, "
         "send, cancel, redrive, purge, health; topics, create-topic, delete-topic, subscribe, "
-        "unsubscribe, publish."
+        "unsubscribe, publish; batches."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -100,6 +101,7 @@ class Command(BaseCommand):
         p.add_argument("--noinput", "--no-input", dest="interactive", action="store_false")
 
         cli_topics.add_parsers(add)
+        cli_batches.add_parsers(add)
 
         p = add("health", "probe: exit 1 unless the database answers and workers are alive")
         p.add_argument(
