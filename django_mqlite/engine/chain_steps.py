@@ -38,7 +38,15 @@ def enqueue_next(
     """Enqueue the first of a chain's remaining ``steps`` (``result``: the completed
     step's) as a child of a node of its own that carries the rest; returns its seq."""
     first, rest = steps[0], steps[1:]
-    seq = send.enqueue_in(cursor.db.alias, first["queue"], step_message(first, result, previous))
+    fresh: list[int] = []
+    msg = step_message(first, result, previous)
+    seq = send.enqueue_in(cursor.db.alias, first["queue"], msg, fresh)
+    if rest and seq not in fresh:
+        # Producer dedup gave back an earlier message: it is not this chain's to carry.
+        raise MQLiteError(
+            f"step on {first['queue']!r} collapsed into message {seq} (its message_id was "
+            "sent before); the chain stops there"
+        )
     if rest:
         nodes.make(cursor, dialect, seq, json.dumps(rest))
     return seq

@@ -292,12 +292,14 @@ def wake(cursor: CursorWrapper, dialect: Dialect, queues: Sequence[str]) -> None
             send_one.on_commit_wake(alias, name)
 
 
-def enqueue_in(alias: str, queue: str, msg: OutMessage) -> int:
+def enqueue_in(
+    alias: str, queue: str, msg: OutMessage, inserted: list[int] | None = None
+) -> int:
     """Send ``msg`` on database ``alias`` by the general path (admission, dedup, lines),
     joining the transaction open there: how the engine enqueues a message of its own
     (a batch's callback) inside the statement's transaction that calls for it. Raises
     as ``send`` does, having written nothing."""
-    return _send(queue, [msg], using=alias, single=True)[0]
+    return _send(queue, [msg], using=alias, single=True, inserted=inserted)[0]
 
 
 def _values_sql(dialect: Dialect, q: QueueRow, r: Row, now: int, params: list[Any]) -> str:

@@ -142,3 +142,19 @@ def test_not_steps_are_refused(qs: Any) -> None:
         mq.Chain([])
     with pytest.raises(mq.InvalidArgumentError):
         mq.Chain([mq.Callback("a", "x")])  # type: ignore[list-item]
+
+
+def test_a_step_that_collapses_into_an_earlier_message_stops_the_chain(qs: Any) -> None:
+    earlier = mq.send("b", "earlier", message_id="dup")
+    first = (
+        mq.Step("a", "x")
+        .then(mq.Step("b", "earlier", message_id="dup"))
+        .then(mq.Step("c", "z"))
+        .send()
+    )
+    (m,) = mq.receive("a")
+    m.complete()  # the completion holds: the next step is the earlier message
+    assert [p.seq for p in mq.peek("b")] == [earlier] and mq.peek("c") == []
+    with connection.cursor() as c:
+        c.execute("SELECT callback_error FROM mqlite_batch WHERE seq = %s", [first])
+        assert "collapsed into message" in c.fetchone()[0]
