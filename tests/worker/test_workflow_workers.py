@@ -28,7 +28,7 @@ def test_sigkill_mid_chain_loses_and_repeats_no_step(workers: Any) -> None:
     mq.create_queue("slow")  # the worker project's other consumer
     mq.create_queue("held")  # no consumer: released dependents stay to be counted
     for c in range(CHAINS):
-        steps = [mq.Step("work", {"sleep": 0.05, "chain": c, "step": k}) for k in range(STEPS)]
+        steps = [mq.Step("work", {"sleep": 0.2, "chain": c, "step": k}) for k in range(STEPS)]
         mq.Chain(steps).send()
     rng = random.Random(3)
     ups = [mq.send("work", {"sleep": 0.05}) for _ in range(20)]
