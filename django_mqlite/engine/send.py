@@ -292,9 +292,7 @@ def wake(cursor: CursorWrapper, dialect: Dialect, queues: Sequence[str]) -> None
             send_one.on_commit_wake(alias, name)
 
 
-def enqueue_in(
-    alias: str, queue: str, msg: OutMessage, inserted: list[int] | None = None
-) -> int:
+def enqueue_in(alias: str, queue: str, msg: OutMessage, inserted: list[int] | None = None) -> int:
     """Send ``msg`` on database ``alias`` by the general path (admission, dedup, lines),
     joining the transaction open there: how the engine enqueues a message of its own
     (a batch's callback) inside the statement's transaction that calls for it. Raises
