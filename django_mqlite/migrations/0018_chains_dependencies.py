@@ -10,7 +10,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("django_mqlite", "0016_task_control"),
+        ("django_mqlite", "0017_mariadb"),
     ]
 
     operations = [
