@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.urls import path, re_path
 
-from .views import history, ops, queues, topics
+from .views import batches, history, ops, queues, topics
 from .views import messages as m
 
 app_name = "mqlite-api"
@@ -51,6 +51,8 @@ urlpatterns = [
         topics.SubscriptionView.as_view(),
         name="subscription",
     ),
+    path("batches/", batches.BatchListView.as_view(), name="batches"),
+    path("batches/<int:batch_id>/", batches.BatchDetailView.as_view(), name="batch"),
     path("stats/", queues.StatsView.as_view(), name="stats"),
     path("metrics/", ops.MetricsView.as_view(), name="metrics"),
     path("healthz/", ops.HealthView.as_view(), name="healthz"),

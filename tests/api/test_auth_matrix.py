@@ -63,6 +63,8 @@ ROUTES = [
     ("post", "queues/work/pause/", None, "manage", 200),
     ("post", "queues/work/resume/", None, "manage", 200),
     ("get", "stats/", None, "read", 200),
+    ("get", "batches/", None, "read", 200),
+    ("get", "batches/{batch}/", None, "read", 200),
     ("get", "queues/work/stats/", None, "read", 200),
     ("get", "metrics/", None, "read", 200),
     ("get", "schema/", None, "read", 200),
@@ -89,6 +91,7 @@ def _call(client: APIClient, route: tuple[Any, ...]) -> Any:
     method, path, body, _, _ = route
     mq.create_queue("work")
     mq.create_queue("empty")
+    mq.create_queue("kids")
     deferred_seq = mq.send("work", "d")
     (d,) = mq.receive("work")
     d.defer()
@@ -96,6 +99,9 @@ def _call(client: APIClient, route: tuple[Any, ...]) -> Any:
     mq.send("work", "m")
     (m,) = mq.receive("work")
     subs.update(seq=m.seq, token=m.lock_token)
+    with mq.batch() as b:
+        b.send("kids", "child")
+    subs["batch"] = b.id
     kwargs = {} if body is None else {"data": _fill(body, subs), "format": "json"}
     return getattr(client, method)(url(path.format(**subs)), **kwargs)
 
