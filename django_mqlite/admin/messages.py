@@ -266,27 +266,6 @@ class DeadLetterAdmin(MessageAdmin):
         text = obj.dead_letter_description or "—"
         return text if len(text) <= 100 else text[:100] + "…"
 
-    @admin.display(description="workflow")
-    def workflow_detail(self, obj: Message) -> SafeString | str:
-        """The batch it is a child of, the chain steps that follow it (kept with a dead
-        step: a redrive resumes them), and what it waits for."""
-        using = obj._state.db or "default"
-        lines: list[str] = []
-        node = Batch.objects.using(using).filter(id=obj.batch_id).first() if obj.batch_id else None
-        if node is not None and node.seq is None:
-            lines.append(f"child of batch {node.id}")
-        for n, spec in enumerate((node.steps or []) if node is not None else [], 1):
-            body = base64.b64decode(spec["body"])
-            summary = format.body_summary(body[:200], len(body), spec["content_type"])
-            lines.append(f"chain step +{n}: {spec['queue']}: {summary}")
-        if obj.state == State.WAITING.value:
-            waited = Dependency.objects.using(using).filter(seq=obj.seq).values("batch_id")
-            for b in Batch.objects.using(using).filter(id__in=waited).order_by("id"):
-                lines.append(f"waits for message {b.seq}" if b.seq else f"waits for batch {b.id}")
-        if not lines:
-            return "—"
-        return format_html_join("", "<div>{}</div>", ((line,) for line in lines))
-
     @admin.display(description="last error")
     def error(self, obj: Message) -> str:
         # A traceback's last line names the exception; the detail page has the rest.
