@@ -69,7 +69,15 @@ def message_statements(run: Callable[[], object]) -> Iterator[str]:
     for q in ctx.captured_queries:
         sql = q["sql"]
         if "mqlite_message" in sql and sql.lstrip().upper().startswith(
-            ("SELECT", "UPDATE", "DELETE", "INSERT INTO MQLITE_MESSAGE", "WITH")
+            # (MariaDB's INSERT IGNORE is its ON CONFLICT ... DO NOTHING)
+            (
+                "SELECT",
+                "UPDATE",
+                "DELETE",
+                "INSERT INTO MQLITE_MESSAGE",
+                "WITH",
+                "INSERT IGNORE INTO MQLITE_MESSAGE",
+            )
         ):
             yield sql
 
