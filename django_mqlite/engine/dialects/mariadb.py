@@ -49,8 +49,8 @@ class MariaDBDialect(Dialect):
     concurrent_writers = True
     # The mqlite_count_enqueued trigger of migration 0017 adds every insert.
     counts_enqueued = True
-    # JSON columns are LONGTEXT checked by json_valid(): they keep the text given.
-    json_is_text = True
+    # JSON columns are LONGTEXT checked by json_valid(), which refuses what JSON cannot
+    # hold (a lone surrogate's escape, as jsonb does): not the text-keeping kind.
     blob_type = "BINARY"
 
     def engine_cursor(self, cursor: Any) -> Any:
