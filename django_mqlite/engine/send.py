@@ -77,7 +77,7 @@ def send(queue: str, body: Any, *, using: str | None = None, **options: Any) -> 
 
     The common case is one statement (``send_one``); the general path below handles
     dedup, ordered lines and every error with the same results."""
-    return send_stamped(queue, body, using=using, **options)[0]
+    return send_reported(queue, body, using=using, **options)[0]
 
 
 def send_stamped(
@@ -86,6 +86,16 @@ def send_stamped(
     """``send``, also returning the enqueue time the row stores (epoch ms; for a
     deduplicated resend, the original's), so a caller can report exactly what was
     stored without reading it back (the Tasks backend's results)."""
+    seq, enqueued_ms, _ = send_reported(queue, body, using=using, **options)
+    return seq, enqueued_ms
+
+
+def send_reported(
+    queue: str, body: Any, *, using: str | None = None, **options: Any
+) -> tuple[int, int, bool]:
+    """``send_stamped``, also saying whether this send inserted a row: False when it
+    collapsed into an earlier message (producer dedup) or found its unique key held
+    (the seq is the holder's, which ``replace``/``debounce`` wrote into)."""
     msg = OutMessage(body, **options)
     if tracing.hook is not None:
         return tracing.hook.send(
@@ -94,7 +104,7 @@ def send_stamped(
     return _send_stamped(queue, msg, using)
 
 
-def _send_stamped(queue: str, msg: OutMessage, using: str | None) -> tuple[int, int]:
+def _send_stamped(queue: str, msg: OutMessage, using: str | None) -> tuple[int, int, bool]:
     alias = databases.alias_of(using, queue)
     arguments.check_queue_name(queue)
     now = now_ms()
@@ -102,10 +112,12 @@ def _send_stamped(queue: str, msg: OutMessage, using: str | None) -> tuple[int, 
     if send_one.eligible(row):
         seq = send_one.try_send(alias, queue, row, now)
         if seq is not None:
-            return seq, now
+            return seq, now, True
     inserted: list[int] = []
     seq = _send(queue, [msg], using=using, single=True, now=now, inserted=inserted)[0]
-    return seq, now if seq in inserted else _enqueued_at(alias, seq, now)
+    if seq in inserted:
+        return seq, now, True
+    return seq, _enqueued_at(alias, seq, now), False
 
 
 def _enqueued_at(alias: str, seq: int, default: int) -> int:
