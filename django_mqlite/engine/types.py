@@ -89,8 +89,12 @@ class OutMessage:
     ttl: float | dt.timedelta | None = None
     #: At most one live message per (queue, unique_key); see ``send.py``.
     unique_key: str | None = None
-    #: What a send whose ``unique_key`` is held does: only ``"skip"`` (the default).
+    #: What a send whose ``unique_key`` is held does: ``"skip"`` (the default),
+    #: ``"replace"`` or ``"debounce"``.
     on_conflict: str | None = None
+    #: How long the message holds ``unique_key``: ``"live"`` (the default: until it is
+    #: completed or dead-lettered) or ``"pending"`` (until it is first claimed).
+    unique_while: str | None = None
 
 
 @dataclass

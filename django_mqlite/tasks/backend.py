@@ -74,22 +74,31 @@ class MQLiteTask(Task):  # type: ignore[misc,unused-ignore]
     #: What an enqueue whose key is held does: ``"skip"`` (default), ``"replace"`` or
     #: ``"debounce"``, as ``mq.send``'s ``on_conflict``.
     on_conflict: str | None = None
+    #: How long a task holds its key: ``"live"`` (default: until it has finished) or
+    #: ``"pending"`` (until a worker starts it), as ``mq.send``'s ``unique_while``.
+    unique_while: str | None = None
 
     def using(
         self,
         *,
         unique_key: UniqueKey | None = None,
         on_conflict: str | None = None,
+        unique_while: str | None = None,
         **changes: Any,
     ) -> MQLiteTask:
         """Django's ``using()`` (priority, queue_name, run_after, backend), and the
-        task's unique key and conflict policy for the calls made through the copy."""
+        task's unique key, conflict policy and key window for the calls made through
+        the copy."""
         # Not super(): a slotted dataclass is a new class, which zero-argument super()
         # does not know.
         task: MQLiteTask = Task.using(self, **changes)  # type: ignore[assignment]
         extra: dict[str, Any] = {
             name: value
-            for name, value in (("unique_key", unique_key), ("on_conflict", on_conflict))
+            for name, value in (
+                ("unique_key", unique_key),
+                ("on_conflict", on_conflict),
+                ("unique_while", unique_while),
+            )
             if value is not None
         }
         return dataclasses.replace(task, **extra) if extra else task

@@ -10,11 +10,13 @@
     refresh_report.using(unique_key="all-reports", on_conflict="replace").enqueue(7)
 
 ``unique_key`` is text, or ``callable(*args, **kwargs) -> text | None`` called with the
-enqueue's arguments (None: this call has no key); ``on_conflict`` is the engine's
-(``admission.ON_CONFLICT``, default ``"skip"``). Given through ``@task(...)`` (Django 6.1
-and the backport pass extra keywords to ``MQLiteTask``) or per call through
-``task.using(...)``. The engine's rules apply unchanged (the database enforces them;
-``send.py``): the key is the queue's, whatever task holds it.
+enqueue's arguments (None: this call has no key); ``on_conflict`` and ``unique_while``
+are the engine's (``admission.ON_CONFLICT``, default ``"skip"``; ``UNIQUE_WHILE``,
+default ``"live"``: held until the task has finished, or ``"pending"``: until a worker
+starts it). Given through ``@task(...)`` (Django 6.1 and the backport pass extra
+keywords to ``MQLiteTask``) or per call through ``task.using(...)``. The engine's
+rules apply unchanged (the database enforces them; ``engine/unique.py``): the key is
+the queue's, whatever task holds it.
 
 The options are checked when the task is made (``@task`` or ``using()``: ``InvalidTask``
 for an unknown policy, a policy without a key, a key that is not text of at most
@@ -31,9 +33,6 @@ from ..engine import admission
 from ..exceptions import InvalidArgumentError
 from .compat import InvalidTaskError, Task
 
-#: The ``MQLiteTask`` fields this module reads (and ``MQLiteTask.using`` accepts).
-FIELDS = ("unique_key", "on_conflict")
-
 UniqueKey = str | Callable[..., str | None]
 
 
@@ -41,8 +40,9 @@ def check(task: Task) -> None:
     """Refuse a task whose unique options the engine would refuse at every enqueue."""
     key = getattr(task, "unique_key", None)
     on_conflict = getattr(task, "on_conflict", None)
+    unique_while = getattr(task, "unique_while", None)
     try:
-        admission.unique_key("callable" if callable(key) else key, on_conflict)
+        admission.unique_key("callable" if callable(key) else key, on_conflict, unique_while)
     except InvalidArgumentError as exc:
         raise InvalidTaskError(f"task {task.module_path}: {exc}") from None
 
@@ -55,4 +55,8 @@ def send_options(task: Task, args: Any, kwargs: Any) -> dict[str, Any]:
         key = key(*args, **kwargs)
     if key is None:
         return {}
-    return {"unique_key": key, "on_conflict": getattr(task, "on_conflict", None)}
+    return {
+        "unique_key": key,
+        "on_conflict": getattr(task, "on_conflict", None),
+        "unique_while": getattr(task, "unique_while", None),
+    }

@@ -1,6 +1,7 @@
-"""Unique tasks: ``@task(unique_key=...)`` and ``task.using(unique_key=, on_conflict=)``,
-the Tasks form of ``mq.send(..., unique_key=)``: at most one live task message per key
-and queue (the engine's partial unique index), the holder's result for a skipped
+"""Unique tasks: ``@task(unique_key=...)`` and ``task.using(unique_key=, on_conflict=,
+unique_while=)``, the Tasks form of ``mq.send(..., unique_key=)``: at most one live (or
+one pending) task message per key and queue (the engine's partial unique indexes), the
+holder's result for a skipped
 enqueue, a replacing enqueue's arguments in the holder; bad options refused when the
 task is made, a bad computed key at enqueue with nothing written; ``enqueue_once``
 deprecated onto unique keys."""
@@ -99,6 +100,19 @@ def test_using_sets_the_key_and_policy_per_call() -> None:
     assert tasks.refresh_report.using(priority=5).unique_key is tasks.refresh_report.unique_key
 
 
+def test_a_pending_key_lets_one_wait_while_another_runs(run_worker: Callable[..., Any]) -> None:
+    task = tasks.refresh_report.using(unique_while="pending")
+    first = task.enqueue(7, rev=1)
+    assert task.enqueue(7, rev=2).id == first.id  # waiting: skipped
+    [running] = mq.receive("tasks")
+    second = task.enqueue(7, rev=3)  # the first runs: one more may wait
+    assert second.id != first.id and second.status == TaskResultStatus.READY
+    assert task.enqueue(7, rev=4).id == second.id
+    running.complete()
+    run_worker()
+    assert tasks.refresh_report.get_result(second.id).return_value == 3
+
+
 def test_a_key_function_returning_none_means_no_key() -> None:
     task = tasks.add.using(unique_key=lambda a, b: None if a < 0 else f"add-{a}")
     assert task.enqueue(-1, 0).id != task.enqueue(-1, 0).id
@@ -119,6 +133,8 @@ def test_a_rolled_back_enqueue_leaves_the_key_free() -> None:
     [
         ({"unique_key": "k", "on_conflict": "overwrite"}, "on_conflict must be one of"),
         ({"on_conflict": "skip"}, "on_conflict needs a unique_key"),
+        ({"unique_key": "k", "unique_while": "running"}, "unique_while must be one of"),
+        ({"unique_while": "pending"}, "unique_while needs a unique_key"),
         ({"unique_key": "k" * 201}, "unique_key"),
         ({"unique_key": ""}, "unique_key"),
         ({"unique_key": 5}, "unique_key"),
