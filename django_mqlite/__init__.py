@@ -18,7 +18,7 @@ from typing import Any
 
 from . import admission
 from .engine import clock
-from .engine.aio import apeek, areceive, asend, asend_batch, astats
+from .engine.aio import apeek, areceive, arequest_cancel, asend, asend_batch, astats
 from .engine.batch import Batch, batch_results, get_batch
 from .engine.cancel import cancel_scheduled
 from .engine.claim import receive, receive_deferred
@@ -31,6 +31,7 @@ from .engine.once import once, prune_once
 from .engine.queues import create_queue, delete_queue, get_queue, list_queues, update_queue
 from .engine.received import Received
 from .engine.redrive import purge, purge_everything, redrive
+from .engine.running import request_cancel
 from .engine.send import send, send_batch
 from .engine.settle import (
     abandon,
@@ -72,14 +73,18 @@ from .engine.types import (
 )
 from .exceptions import (
     BatchNotFoundError,
+    Cancelled,
     CrossDatabaseError,
     DedupConflictError,
     GroupRequiredError,
     InvalidArgumentError,
     LockLostError,
+    MessageFinishedError,
     MessageGoneError,
+    MessageNotFoundError,
     MessageTooLargeError,
     MQLiteError,
+    ProgressTooLargeError,
     QueueExistsError,
     QueueNotEmptyError,
     QueueNotFoundError,
@@ -98,6 +103,7 @@ __all__ = [
     "BatchNotFoundError",
     "BatchState",
     "Callback",
+    "Cancelled",
     "Completion",
     "CrossDatabaseError",
     "DedupConflictError",
@@ -105,12 +111,15 @@ __all__ = [
     "InvalidArgumentError",
     "LockLostError",
     "MQLiteError",
+    "MessageFinishedError",
     "MessageGoneError",
+    "MessageNotFoundError",
     "MessageTooLargeError",
     "Mode",
     "Ordering",
     "OutMessage",
     "Peeked",
+    "ProgressTooLargeError",
     "Queue",
     "QueueExistsError",
     "QueueNotEmptyError",
@@ -130,6 +139,7 @@ __all__ = [
     "admission",
     "apeek",
     "areceive",
+    "arequest_cancel",
     "asend",
     "asend_batch",
     "astats",
@@ -168,6 +178,7 @@ __all__ = [
     "release",
     "renew",
     "renew_batch",
+    "request_cancel",
     "resume_queue",
     "send",
     "send_batch",

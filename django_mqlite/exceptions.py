@@ -109,6 +109,24 @@ class SnoozePastExpiryError(InvalidArgumentError):
     delivered again. Nothing was changed."""
 
 
+class MessageNotFoundError(MQLiteError):
+    """No message of the queue has this seq (never sent, or already removed)."""
+
+    code = "not_found"
+
+
+class MessageFinishedError(MQLiteError):
+    """The message has finished (completed, or dead-lettered): there is nothing left to
+    cancel. Nothing was changed."""
+
+    code = "finished"
+
+
+class ProgressTooLargeError(InvalidArgumentError):
+    """A progress report or a checkpoint is larger, as JSON, than its cap
+    (``engine.running.MAX_NOTE_BYTES``). Nothing was buffered."""
+
+
 class Reject(Exception):  # noqa: N818 - the name reads as a verb in handlers: raise mq.Reject(...)
     """Raised by a consumer to dead-letter the message at once, without retries."""
 
@@ -116,6 +134,18 @@ class Reject(Exception):  # noqa: N818 - the name reads as a verb in handlers: r
         super().__init__(reason)
         self.reason = reason
         self.description = description
+
+
+class Cancelled(Reject):
+    """The end of a message whose cancel was requested while it ran
+    (``mq.request_cancel``): it is dead-lettered with reason ``Cancelled``, not retried.
+    A worker settles a handler that raises anything once the request reached it this
+    way (an ``async def`` handler is cancelled for it); a handler may raise it itself."""
+
+    REASON = "Cancelled"
+
+    def __init__(self, description: str = "cancelled while running") -> None:
+        super().__init__(self.REASON, description)
 
 
 class Snooze(Exception):  # noqa: N818 - reads as a verb in handlers: raise mq.Snooze(60)

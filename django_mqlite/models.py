@@ -121,6 +121,13 @@ class Message(models.Model):
     # ``max_snoozes`` of its queue gave their delivery back. A database default, because
     # the engine inserts messages with raw SQL.
     snooze_count = models.IntegerField(default=0, db_default=0)
+    # Task control (``engine.running``): when a cancel of this message was requested
+    # while it ran (epoch ms; the lease renewal returns it to the worker), the progress
+    # its handler last reported, and its last checkpoint (JSON, kept across
+    # deliveries). Written by the lease holder's fenced renewal and completion only.
+    cancel_requested_at = models.BigIntegerField(null=True, blank=True)
+    progress = models.JSONField(null=True, blank=True)
+    checkpoint = models.JSONField(null=True, blank=True)
 
     class Meta:
         db_table = "mqlite_message"
@@ -202,6 +209,7 @@ class DeadLetter(Message):
         permissions = [
             ("redrive_message", "Can redrive dead-lettered messages"),
             ("purge_message", "Can purge dead-lettered messages"),
+            ("cancel_message", "Can cancel messages, running ones included"),
         ]
 
 

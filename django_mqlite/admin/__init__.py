@@ -1,4 +1,5 @@
-"""The django-mqlite admin: Queues, Messages, Dead letters, Workers and Topics pages.
+"""The django-mqlite admin: Queues, Messages, Dead letters, Workers, Topics and Batches
+pages.
 
 Imported by ``django.contrib.admin``'s autodiscovery; each module registers its admin
 with the default site. See docs/admin.md.
@@ -9,18 +10,21 @@ nothing imports it but the admin's autodiscovery.
 
 from __future__ import annotations
 
-from . import messages, queues, topics, workers
+from . import batches, messages, queues, topics, workers
+from .batches import BatchAdmin
 from .messages import DeadLetterAdmin, MessageAdmin
 from .queues import QueueAdmin
 from .topics import TopicAdmin
 from .workers import WorkerAdmin
 
 __all__ = [
+    "BatchAdmin",
     "DeadLetterAdmin",
     "MessageAdmin",
     "QueueAdmin",
     "TopicAdmin",
     "WorkerAdmin",
+    "batches",
     "messages",
     "queues",
     "topics",

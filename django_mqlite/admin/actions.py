@@ -22,7 +22,15 @@ from django.template.response import TemplateResponse
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
-from .. import list_queues, pause_queue, purge, redrive, resume_queue  # the public API's verbs
+from .. import (  # the public API's verbs
+    list_queues,
+    pause_queue,
+    purge,
+    redrive,
+    request_cancel,
+    resume_queue,
+)
+from ..exceptions import MessageFinishedError, MessageNotFoundError
 from ..models import Message, Queue
 from .pagination import capped_count
 
@@ -34,6 +42,7 @@ SAMPLE = 20
 REDRIVE_PERMISSION = "django_mqlite.redrive_message"
 PURGE_PERMISSION = "django_mqlite.purge_message"
 PAUSE_PERMISSION = "django_mqlite.pause_queue"
+CANCEL_PERMISSION = "django_mqlite.cancel_message"
 
 
 def _require(request: HttpRequest, perm: str) -> None:
@@ -124,6 +133,60 @@ def _report(
             % {"count": skipped},
             messages.WARNING,
         )
+
+
+# -- Messages ----------------------------------------------------------------------
+
+
+@admin.action(permissions=["cancel"], description=gettext_lazy("Cancel selected messages…"))
+def cancel_selected(
+    modeladmin: admin.ModelAdmin[Any], request: HttpRequest, queryset: QuerySet[Message]
+) -> TemplateResponse | None:
+    """After a confirmation page, ``mq.request_cancel`` each selected message: a running
+    one is asked to stop, one that has not started is dead-lettered (``Cancelled``);
+    finished ones are left alone and counted."""
+    _require(request, CANCEL_PERMISSION)
+    if not request.POST.get("post"):
+        return _confirm(
+            modeladmin,
+            request,
+            queryset,
+            action_name="cancel_selected",
+            title=_("Cancel messages"),
+            question=_(
+                "Are you sure? Running messages are asked to stop (their handler sees it "
+                "within half a lease); messages that have not started are dead-lettered as "
+                "Cancelled. Finished messages are left alone."
+            ),
+            submit_label=_("Yes, cancel them"),
+        )
+    done = asked = 0
+    for queue, seqs in _batches(queryset):
+        for seq in seqs:
+            asked += 1
+            try:
+                done += request_cancel(queue, seq, using=queryset.db)
+            except (MessageFinishedError, MessageNotFoundError):
+                pass
+    text = ngettext(
+        "Cancelled or asked to stop %(count)d message.",
+        "Cancelled or asked to stop %(count)d messages.",
+        done,
+    )
+    modeladmin.message_user(request, text % {"count": done}, messages.SUCCESS)
+    if asked > done:
+        skipped = asked - done
+        modeladmin.message_user(
+            request,
+            ngettext(
+                "%(count)d selected message had finished or was asked already.",
+                "%(count)d selected messages had finished or were asked already.",
+                skipped,
+            )
+            % {"count": skipped},
+            messages.WARNING,
+        )
+    return None
 
 
 # -- Dead letters -------------------------------------------------------------------

@@ -1,6 +1,6 @@
-"""What every django-mqlite admin shares: read-only rows, and the two dedicated
-permissions (``django_mqlite.redrive_message`` / ``django_mqlite.purge_message``) that
-guard the actions."""
+"""What every django-mqlite admin shares: read-only rows, and the dedicated permissions
+(``django_mqlite.redrive_message``, ``purge_message``, ``cancel_message``,
+``pause_queue``) that guard the actions."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from django.contrib import admin
 from django.contrib.admin.options import ShowFacets
 from django.http import HttpRequest
 
-from .actions import PAUSE_PERMISSION, PURGE_PERMISSION, REDRIVE_PERMISSION
+from .actions import CANCEL_PERMISSION, PAUSE_PERMISSION, PURGE_PERMISSION, REDRIVE_PERMISSION
 from .pagination import EstimatedCountPaginator
 
 
@@ -42,3 +42,6 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
     def has_pause_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm(PAUSE_PERMISSION)
+
+    def has_cancel_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm(CANCEL_PERMISSION)

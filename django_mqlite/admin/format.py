@@ -156,6 +156,15 @@ def body_summary(head: bytes, total: int, content_type: str | None) -> str:
     return line
 
 
+def json_value(value: Any) -> str:
+    """A stored JSON value (a handler's progress or checkpoint) for the detail page, as
+    ``properties`` shows JSON; "—" for none."""
+    if value is None:
+        return "—"
+    text = json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
+    return text if unicode_ok(text) else json.dumps(value, indent=2, sort_keys=True)
+
+
 def properties(value: Any) -> str:
     """A message's properties as JSON for the detail page. Non-ASCII text is shown as
     it is, unless the value holds a lone surrogate (stored by an older version), which

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from django.contrib import admin
@@ -116,6 +117,7 @@ class MessageAdmin(OnQueueDatabase, ReadOnlyAdmin):
     search_fields = ("=message_id", "=group_id", "^subject", "=unique_key", "=pending_key")
     search_help_text = "Exact message_id, group_id or unique key, or the start of a subject."
     ordering = ("-seq",)
+    actions: Sequence[Any] = (actions.cancel_selected,)
     message_fields: tuple[str, ...] = (
         "seq",
         "queue",
@@ -145,10 +147,14 @@ class MessageAdmin(OnQueueDatabase, ReadOnlyAdmin):
         "last_error_detail",
     )
 
+    #: Task control (``engine.running``): a cancel request, the handler's reports.
+    running_fields: tuple[str, ...] = ("cancel_requested", "progress_detail", "checkpoint_detail")
+
     def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
         return [
             (None, {"fields": self.message_fields}),
             ("Times", {"fields": self.time_fields}),
+            ("Task control", {"fields": self.running_fields}),
             ("Dead letter", {"fields": self.dead_letter_fields}),
             ("Body", {"fields": ("body_detail",)}),
         ]
@@ -157,6 +163,7 @@ class MessageAdmin(OnQueueDatabase, ReadOnlyAdmin):
         return (
             *self.message_fields,
             *self.time_fields,
+            *self.running_fields,
             *self.dead_letter_fields,
             "body_detail",
         )
@@ -167,7 +174,7 @@ class MessageAdmin(OnQueueDatabase, ReadOnlyAdmin):
         return (
             super()
             .get_queryset(request)
-            .defer("body", "result", "last_error")
+            .defer("body", "result", "last_error", "progress", "checkpoint")
             .annotate(
                 body_size=Length("body"),
                 body_head=Substr("body", 1, format.LIST_PREVIEW_BYTES, output_field=BinaryField()),
@@ -216,6 +223,18 @@ class MessageAdmin(OnQueueDatabase, ReadOnlyAdmin):
     @admin.display(description="properties")
     def properties_detail(self, obj: Message) -> SafeString:
         return format_html("<pre>{}</pre>", format.properties(obj.properties))
+
+    @admin.display(description="cancel requested")
+    def cancel_requested(self, obj: Message) -> str:
+        return format.stamp(obj.cancel_requested_at)
+
+    @admin.display(description="progress")
+    def progress_detail(self, obj: Message) -> SafeString:
+        return format_html("<pre>{}</pre>", format.json_value(obj.progress))
+
+    @admin.display(description="checkpoint")
+    def checkpoint_detail(self, obj: Message) -> SafeString:
+        return format_html("<pre>{}</pre>", format.json_value(obj.checkpoint))
 
     @admin.display(description="last error")
     def last_error_detail(self, obj: Message) -> SafeString | str:

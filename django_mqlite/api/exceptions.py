@@ -45,6 +45,7 @@ _MQ_STATUS: dict[str, int] = {
     "group_required": 400,
     "message_too_large": 413,
     "invalid_argument": 400,
+    "finished": 409,
 }
 
 # DRF's own exceptions, by class, to stable codes.

@@ -279,6 +279,12 @@ class RenewSerializer(TokenSerializer):
     lock_duration = seconds(positive=True, required=False, allow_null=True)
 
 
+class RequestedSerializer(serializers.Serializer):
+    """A cancel: True when this request took effect (false: asked already)."""
+
+    requested = serializers.BooleanField()
+
+
 class LockedUntilSerializer(serializers.Serializer):
     locked_until = serializers.DateTimeField()
 

@@ -27,6 +27,7 @@ urlpatterns = [
     path("queues/<str:name>/messages/<int:seq>/reject/", m.RejectView.as_view(), name="reject"),
     path("queues/<str:name>/messages/<int:seq>/defer/", m.DeferView.as_view(), name="defer"),
     path("queues/<str:name>/messages/<int:seq>/renew/", m.RenewView.as_view(), name="renew"),
+    path("queues/<str:name>/messages/<int:seq>/cancel/", m.CancelView.as_view(), name="cancel"),
     # A long-poll must not hold a transaction open, even under ATOMIC_REQUESTS.
     path(
         "queues/<str:name>/receive/",

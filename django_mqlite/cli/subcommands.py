@@ -247,6 +247,28 @@ def send(out: OutputWrapper, o: dict[str, Any]) -> None:
     out.write(json.dumps({"seq": seq}) if o["json"] else f"sent seq {seq} to {o['queue']!r}")
 
 
+def cancel(out: OutputWrapper, o: dict[str, Any]) -> None:
+    """``mq.request_cancel`` each seq; a finished or unknown one is reported, the others
+    still cancelled, and the command then fails."""
+    answers: dict[int, bool | str] = {}
+    for seq in o["seqs"]:
+        try:
+            answers[seq] = mq.request_cancel(o["queue"], seq, using=o["database"])
+        except (mq.MessageFinishedError, mq.MessageNotFoundError) as exc:
+            answers[seq] = str(exc)
+    if o["json"]:
+        dump(out, {str(seq): answer for seq, answer in answers.items()})
+    else:
+        for seq, answer in answers.items():
+            if answer is True:
+                out.write(f"seq {seq}: cancelled (running: asked to stop)")
+            elif answer is False:
+                out.write(f"seq {seq}: running, asked to stop already")
+    failed = [str(a) for a in answers.values() if isinstance(a, str)]
+    if failed:
+        raise CommandError("; ".join(failed))
+
+
 def _chunked(
     out: OutputWrapper, verb: str, total: int | None, step: Callable[[int], int], quiet: bool
 ) -> int:

@@ -1,4 +1,5 @@
-"""The async API: ``asend``, ``asend_batch``, ``areceive``, ``apeek``, ``astats``.
+"""The async API: ``asend``, ``asend_batch``, ``areceive``, ``apeek``, ``astats``,
+``arequest_cancel``.
 
 Each is its sync twin run through ``asgiref``'s ``sync_to_async`` with
 ``thread_sensitive=True``, Django's documented way to use the ORM from async code: the
@@ -26,6 +27,7 @@ from . import listen, wakeup
 from .claim import check_receive, claim
 from .inspect import peek, stats
 from .received import Received
+from .running import request_cancel
 from .send import send, send_batch
 
 P = ParamSpec("P")
@@ -53,6 +55,7 @@ asend = twin(send)
 asend_batch = twin(send_batch)
 apeek = twin(peek)
 astats = twin(stats)
+arequest_cancel = twin(request_cancel)
 
 
 async def areceive(

@@ -274,13 +274,7 @@ def get_batch(batch_id: int, *, using: str | None = None) -> BatchInfo:
         raise BatchNotFoundError(f"batch {batch_id} does not exist on {alias!r}")
     *counted, created_at, finished_at, error = found
     row = tally.BatchRow(*counted)
-    state = (
-        BatchState.OPEN
-        if not row.sealed
-        else BatchState.RUNNING
-        if row.pending
-        else BatchState.FINISHED
-    )
+    state = BatchState.of(sealed=bool(row.sealed), pending=row.pending)
     return BatchInfo(
         id=row.id,
         total=row.total,

@@ -23,7 +23,7 @@ from typing import Any
 
 from django.db import connections
 
-from . import inotify, wakeup
+from . import inotify, running, wakeup
 from .dialects import dialect_for
 
 logger = logging.getLogger("django_mqlite.worker")
@@ -145,7 +145,11 @@ class Listener(Service):
             self.listening.set()
             while not self.stopping.is_set():
                 for note in self._notes(conn):
-                    wakeup.notify(note.payload)
+                    if note.payload.startswith(running.CANCEL_NOTE):
+                        # For a message, not a queue: said with its database.
+                        wakeup.announce(f"{note.payload} {self.using}")
+                    else:
+                        wakeup.notify(note.payload)
         finally:
             conn.close()
             connections[self.using].close()

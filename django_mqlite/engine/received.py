@@ -8,14 +8,19 @@ settle functions, and the settle functions need the value types: the dependency 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from asgiref.sync import sync_to_async
 
 from ..exceptions import LockLostError
-from . import settle
+from . import running, settle
+from .running import NoteBuffer, Notes
 from .types import Completion, Settled, _MessageFields
+
+#: ``Received._checkpoint`` before the row's checkpoint is read.
+_UNREAD: Any = object()
 
 
 @dataclass
@@ -53,6 +58,21 @@ class Received(_MessageFields):
     #: The consumer span of this delivery while a worker processes it (tracing on, see
     #: ``worker.tracing``): opened around the handler, ended once it is settled.
     span: Any = field(default=None, repr=False, compare=False)
+    #: A cancel of this message was requested while it ran (``mq.request_cancel``): set
+    #: from the answer of each lease renewal (a worker's, or ``renew()``), at once where
+    #: a worker hears the request (PostgreSQL). Stop, and raise (``mq.Cancelled``, or
+    #: anything: a worker dead-letters it as cancelled, never retried), or return to
+    #: complete what was done.
+    cancel_requested: bool = field(default=False, compare=False)
+    #: The worker is stopping and this delivery's consumer is ``resumable``: raise to be
+    #: given back (delivery not counted) and resume from ``last_checkpoint`` elsewhere.
+    stop_requested: bool = field(default=False, compare=False)
+    #: Given back at a worker's shutdown instead of failed (the consumer's ``resumable``).
+    resumable: bool = field(default=False, repr=False, compare=False)
+    _notes: NoteBuffer | None = field(default=None, repr=False, compare=False)
+    _checkpoint: Any = field(default=_UNREAD, repr=False, compare=False)
+    #: Stops the handler when a cancel arrives (an ``async def`` one's task), if set.
+    _on_cancel: Callable[[], Any] | None = field(default=None, repr=False, compare=False)
 
     def _token(self) -> str:
         if self.lock_token is None:
@@ -84,10 +104,82 @@ class Received(_MessageFields):
         self._settled("defer", got)
 
     def renew(self, lock_duration: float | dt.timedelta | None = None) -> dt.datetime:
-        self.locked_until = settle.renew(
-            self.queue, self.seq, self._token(), lock_duration=lock_duration, using=self.using
-        )
+        """Extend the lease; the renewal also writes the buffered reports
+        (``set_progress``, ``checkpoint``) and refreshes ``cancel_requested``."""
+        notes = self.take_notes()
+        try:
+            got = settle.renew_many(
+                self.queue,
+                [(self.seq, self._token())],
+                lock_duration=lock_duration,
+                using=self.using,
+                notes=[notes],
+            )
+        except BaseException:
+            self.give_back_notes(notes)
+            raise
+        self.see_renewal(settle.one(self.queue, got))
+        assert self.locked_until is not None
         return self.locked_until
+
+    # -- task control (``running``) ------------------------------------------------------
+
+    def set_progress(self, value: Any) -> None:
+        """Report progress (any JSON value of at most 64 KiB as JSON; else
+        ``InvalidArgumentError`` or ``ProgressTooLargeError``, nothing kept). Buffered:
+        the next lease renewal (or the completion, where results are kept) writes the
+        latest, fenced, so a holder that lost its lease writes nothing."""
+        self._buffer().put(progress=running.encode_note(value, "progress"))
+
+    def checkpoint(self, value: Any) -> None:
+        """Save ``value`` (JSON, as ``set_progress``) as where to resume: written by the
+        next lease renewal, read back by a later delivery as ``last_checkpoint``."""
+        self._buffer().put(checkpoint=running.encode_note(value, "checkpoint"))
+        self._checkpoint = value
+
+    @property
+    def last_checkpoint(self) -> Any:
+        """The last checkpoint saved (by this delivery, else stored by an earlier one;
+        None when there is none). Read from the row on first use, outside an event loop
+        (a worker reads it before it starts a ``resumable`` consumer's handler)."""
+        if self._checkpoint is _UNREAD:
+            self._checkpoint = running.load_checkpoint(self.queue, self.seq, using=self.using)
+        return self._checkpoint
+
+    def _buffer(self) -> NoteBuffer:
+        if self._notes is None:
+            self._notes = NoteBuffer()
+        return self._notes
+
+    def take_notes(self) -> Notes | None:
+        """The reports not written yet, taken for the renewal that writes them."""
+        return None if self._notes is None else self._notes.take()
+
+    def give_back_notes(self, notes: Notes | None) -> None:
+        """Return notes whose write failed (a database error), unless newer came."""
+        if notes:
+            self._buffer().give_back(notes)
+
+    def see_renewal(self, renewed: Settled) -> None:
+        """Take in what a renewal answered: the new deadline, and a cancel request."""
+        self.locked_until = renewed.locked_until
+        if renewed.cancel_requested:
+            self.cancel_seen()
+
+    def cancel_seen(self) -> None:
+        """A cancel request reached this delivery: flag it, and stop an ``async def``
+        handler's task (``_on_cancel``)."""
+        self.cancel_requested = True
+        hook = self._on_cancel
+        if hook is not None:
+            hook()
+
+    def on_cancel(self, hook: Callable[[], Any] | None) -> None:
+        """Set what stops the running handler when a cancel arrives (None: nothing);
+        called at once when the request arrived already."""
+        self._on_cancel = hook
+        if hook is not None and (self.cancel_requested or self.stop_requested):
+            hook()
 
     def _settled(self, verb: str, got: list[Settled]) -> None:
         """The single-call contract (``settle.one``), and what happened kept."""

@@ -64,7 +64,8 @@ from . import (
 from .clock import from_ms, now_ms
 from .dead_letters import Buried, buried
 from .dialects import Dialect
-from .rows import QueueRow, load_queue
+from .rows import QueueRow, columns, load_queue
+from .running import Notes
 from .settle_items import (
     MAX_COMPLETE_BATCH,
     MAX_RENEW_BATCH,
@@ -80,6 +81,7 @@ from .settle_items import (
 from .settle_sql import (
     ABANDON,
     REJECT,
+    RENEW_WITH_NOTES,
     SNOOZE,
     MovedRow,
     RenewedRow,
@@ -493,41 +495,81 @@ def renew_many(
     using: str | None = None,
     worker_id: int | None = None,
     lapsed: bool = False,
+    notes: Sequence[Notes | None] | None = None,
 ) -> list[Settled]:
     """Extend many live leases to now + lock duration (never shortened; an expired one
-    is never revived): ``renewed`` with the new ``locked_until``, or ``stale``.
-    ``worker_id`` (the worker holding them) has its heartbeat stamped in the same
-    transaction. Renewals write no receipts (see ``receipts``). ``lapsed`` revives a
-    lapsed lease (see the module's docstring): the message is locked again under the
-    same token until now + lock duration, its delivery count unchanged."""
+    is never revived): ``renewed`` with the new ``locked_until`` and whether a cancel
+    was requested (``running``), or ``stale``. ``worker_id`` (the worker holding them)
+    has its heartbeat stamped in the same transaction. Renewals write no receipts (see
+    ``receipts``). ``lapsed`` revives a lapsed lease (see the module's docstring): the
+    message is locked again under the same token until now + lock duration, its
+    delivery count unchanged.
+
+    ``notes`` (parallel to ``items``) carries what handlers reported since the last
+    renewal (``running.Notes``): when any item has some, the same renewal writes them
+    (``RENEW_WITH_NOTES``), fenced like the rest, so a stale item writes nothing."""
     pairs = check_pairs(items, MAX_RENEW_BATCH)
     lock_ms = arguments.optional_lock_ms(lock_duration)
     arguments.check_worker_id(worker_id)
+    if notes is not None and (len(notes) != len(pairs) or lapsed):
+        raise InvalidArgumentError("notes must be parallel to items, and never lapsed")
+    noted = notes if notes is not None and any(notes) else None
 
     def apply(cursor: CursorWrapper, dialect: Dialect, q: QueueRow, now: int) -> Done:
         until = now + (lock_ms if lock_ms is not None else q.lock_duration_ms)
-        extend = dialect.greatest_sql("locked_until", "%s")
-        # A lapsed lease: a returned row has no deadline (GREATEST with NULL is NULL on
-        # SQLite), and one past its deadline takes the new one.
-        sets, until_params = (
-            (f"state = 'locked', locked_until = COALESCE({extend}, %s)", [until, until])
-            if lapsed
-            else (f"locked_until = {extend}", [until])
-        )
-        cursor.execute(
-            f"UPDATE mqlite_message SET {sets} "
-            f"WHERE {fence(len(pairs), lapsed)} RETURNING seq, locked_until",
-            [*until_params, q.id, now, *(v for pair in pairs for v in pair)],
-        )
+        if noted is not None:
+            _renew_with_notes(cursor, dialect, q, pairs, noted, until, now)
+        else:
+            extend = dialect.greatest_sql("locked_until", "%s")
+            # A lapsed lease: a returned row has no deadline (GREATEST with NULL is NULL
+            # on SQLite), and one past its deadline takes the new one.
+            sets, until_params = (
+                (f"state = 'locked', locked_until = COALESCE({extend}, %s)", [until, until])
+                if lapsed
+                else (f"locked_until = {extend}", [until])
+            )
+            cursor.execute(
+                f"UPDATE mqlite_message SET {sets} "
+                f"WHERE {fence(len(pairs), lapsed)} RETURNING {columns(RenewedRow)}",
+                [*until_params, q.id, now, *(v for pair in pairs for v in pair)],
+            )
         rows = [RenewedRow(*r) for r in cursor.fetchall()]
         if rows and worker_id is not None:
             heartbeat.touch_worker(cursor, worker_id, now)
         return {
-            r.seq: Settled(r.seq, Outcome.RENEWED, locked_until=from_ms(r.locked_until))
+            r.seq: Settled(
+                r.seq,
+                Outcome.RENEWED,
+                locked_until=from_ms(r.locked_until),
+                cancel_requested=r.cancel_requested_at is not None,
+            )
             for r in rows
         }
 
     return _settle(queue, using, None, [(s, t, "") for s, t in pairs], apply, lapsed)
+
+
+def _renew_with_notes(
+    cursor: CursorWrapper,
+    dialect: Dialect,
+    q: QueueRow,
+    pairs: Sequence[tuple[int, str]],
+    notes: Sequence[Notes | None],
+    until: int,
+    now: int,
+) -> None:
+    """``RENEW_WITH_NOTES`` of ``pairs``, each with its notes (or none)."""
+    json = dialect.json_param()
+    values = ", ".join([f"(%s, %s, {json}, {json})"] * len(pairs))
+    params: list[Any] = []
+    for (seq, token), n in zip(pairs, notes, strict=True):
+        params += [seq, token, n.progress if n else None, n.checkpoint if n else None]
+    hint, where, fence_params = joined_fence(dialect, pairs, q.id, now)
+    extend = dialect.greatest_sql("mqlite_message.locked_until", "%s")
+    cursor.execute(
+        RENEW_WITH_NOTES.format(values=values, hint=hint, extend=extend, fence=where),
+        [*params, until, *fence_params],
+    )
 
 
 def renew(

@@ -60,10 +60,12 @@ class SnoozedRow:
 
 @dataclass(slots=True)
 class RenewedRow:
-    """A row a renewal extended, with its new lease deadline (ms)."""
+    """A row a renewal extended, with its new lease deadline (ms) and when a cancel of
+    it was requested (``running``; None: not asked)."""
 
     seq: int
     locked_until: int
+    cancel_requested_at: int | None
 
 
 #: A lapsed lease (``lapsed=True``, SQS's rule for a receipt handle): the row is still
@@ -154,6 +156,21 @@ SNOOZE = (
     "AND (mqlite_message.expires_at IS NULL OR mqlite_message.expires_at > v.visible) "
     "RETURNING mqlite_message.seq, mqlite_message.state, mqlite_message.order_key, "
     "mqlite_message.batch_id, mqlite_message.snooze_count"
+)
+
+# -- name: renew_with_notes ---------------------------------------------------------------
+# A renewal that also writes what handlers reported since the last one (``running``):
+# each item's progress and checkpoint (JSON, or NULL to keep the stored one). Parameters:
+# the VALUES rows (seq, token, progress, checkpoint), then the new deadline, then
+# ``joined_fence``'s. Returns a ``RenewedRow``.
+RENEW_WITH_NOTES = (
+    "WITH v (seq, token, progress, checkpoint) AS (VALUES {values}) "
+    "UPDATE mqlite_message {hint} SET locked_until = {extend}, "
+    "progress = COALESCE(v.progress, mqlite_message.progress), "
+    "checkpoint = COALESCE(v.checkpoint, mqlite_message.checkpoint) "
+    "FROM v WHERE {fence} "
+    "RETURNING mqlite_message.seq, mqlite_message.locked_until, "
+    "mqlite_message.cancel_requested_at"
 )
 
 # -- name: reject ----------------------------------------------------------------------

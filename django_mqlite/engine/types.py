@@ -216,6 +216,8 @@ class Settled:
     outcome: Outcome
     forwarded_to: str | None = None
     locked_until: dt.datetime | None = None
+    #: A renewal's answer: a cancel of the message has been requested (``running``).
+    cancel_requested: bool = False
 
     @property
     def ok(self) -> bool:
@@ -270,6 +272,13 @@ class BatchState(enum.StrEnum):
     OPEN = "open"
     RUNNING = "running"
     FINISHED = "finished"
+
+    @classmethod
+    def of(cls, *, sealed: bool, pending: int) -> BatchState:
+        """The state of a batch with these counts (``pending``: children not settled)."""
+        if not sealed:
+            return cls.OPEN
+        return cls.RUNNING if pending else cls.FINISHED
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,27 @@ def notify(queue: str) -> None:
         watch(queue)
 
 
+def announce(key: str) -> None:
+    """Tell the watchers (``watch``) of ``key`` without waking any waiter: for news
+    that concerns a message, not a queue (a cancel request, ``running.cancel_note``)."""
+    with _cond:
+        watchers = list(_watchers)
+    for watcher in watchers:
+        watcher(key)
+
+
+def watch(watcher: Callable[[str], None]) -> None:
+    """Call ``watcher(key)`` on every ``notify`` and ``announce`` of this process (from
+    the notifying thread) until ``unwatch``."""
+    with _cond:
+        _watchers.add(watcher)
+
+
+def unwatch(watcher: Callable[[str], None]) -> None:
+    with _cond:
+        _watchers.discard(watcher)
+
+
 def generation(queue: str) -> int:
     with _cond:
         return _generation.get(queue, 0)

@@ -25,7 +25,12 @@ from django.utils import timezone
 
 from ..engine import clock, databases
 from ..engine.batch import current as current_batch
-from ..exceptions import QueueExistsError, QueueNotFoundError
+from ..exceptions import (
+    MessageFinishedError,
+    MessageNotFoundError,
+    QueueExistsError,
+    QueueNotFoundError,
+)
 from .compat import (
     BaseTaskBackend,
     InvalidTaskError,
@@ -136,8 +141,8 @@ class MQLiteBackend(BaseTaskBackend):  # type: ignore[misc,unused-ignore]
 
     ``enqueue`` writes a message in the caller's transaction, ``runworker`` runs it,
     ``get_result`` reads it back from any process; ``cancel`` dead-letters a task that
-    has not started. ``OPTIONS``: ``max_attempts``, ``backoff``, ``timeout``,
-    ``keep_results``, ``queue_options``, ``database``.
+    has not started and asks a running one to stop. ``OPTIONS``: ``max_attempts``,
+    ``backoff``, ``timeout``, ``keep_results``, ``queue_options``, ``database``.
     """
 
     task_class = MQLiteTask
@@ -362,18 +367,24 @@ class MQLiteBackend(BaseTaskBackend):  # type: ignore[misc,unused-ignore]
         return result
 
     def cancel(self, result_id: str) -> bool:
-        """Cancel a task that is waiting to run (READY: not started yet, or waiting for
-        a retry). It then reads as FAILED with a ``TaskCancelledError``. Returns False
-        when there is nothing to cancel (running, finished, or unknown)."""
-        from ..engine.redrive import bury
+        """Cancel a task (``engine.running.cancel``): one waiting to run (READY: not
+        started yet, or waiting for a retry) is cancelled at once; a RUNNING one is asked
+        to stop (``context.cancel_requested``; an ``async def`` task is cancelled) and
+        reads FAILED once it stops, or SUCCESSFUL if it finishes first. A cancelled task
+        reads FAILED with a ``TaskCancelledError``. True when this call cancelled it or
+        recorded the request; False when there is nothing (more) to cancel: finished,
+        unknown, or asked already."""
+        from ..engine import running
 
         found = locate(self, result_id)
         if found is None:
             return False
         queue, seq = found
-        return bury(
-            queue, seq, "Cancelled", "cancelled by the application", using=self.database_for(queue)
-        )
+        try:
+            got = running.cancel(queue, seq, using=self.database_for(queue))
+        except (MessageFinishedError, MessageNotFoundError):
+            return False
+        return got != running.ALREADY_REQUESTED
 
     async def acancel(self, result_id: str) -> bool:
         from asgiref.sync import sync_to_async

@@ -5,7 +5,10 @@
 the consumer of every queue of every ``MQLiteBackend``. For each delivery it:
 
 1. sends ``task_started`` (the earlier attempts are read only on a redelivery);
-2. calls the task (async functions too; ``takes_context`` gets the attempt number);
+2. calls the task (async functions too; ``takes_context`` gets the attempt number and
+   the task control of ``context.MQLiteTaskContext``: the cancel request, progress and
+   checkpoints); a task that raises once a cancel request reached it (an ``async def``
+   one is cancelled) is dead-lettered as cancelled (reads FAILED, ``TaskCancelledError``);
 3. on success hands the worker a completion carrying the JSON return value and this
    attempt (worker id, start time): the worker completes it in its next batch (one
    transaction for many tasks), appending the attempt to the row's ``attempts`` history
@@ -27,12 +30,15 @@ attempt is recorded as a ``TimeoutError`` and settled by the same rule.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import random
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from asgiref.sync import async_to_sync, iscoroutinefunction
 
 from ..conf import current
 from ..engine import admission, databases, settle
@@ -44,12 +50,12 @@ from ..engine.types import Completion, Outcome
 from ..exceptions import InvalidArgumentError, LockLostError, Reject, Snooze
 from ..worker import db_health
 from ..worker.delivery import log_fields
+from ..worker.handling import as_cancelled
 from ..worker.registry import Registry
 from ..worker.retry import backoff_delay
 from . import envelope
 from .compat import (
     Task,
-    TaskContext,
     TaskResult,
     TaskResultStatus,
     normalize_json,
@@ -57,6 +63,7 @@ from .compat import (
     task_finished,
     task_started,
 )
+from .context import MQLiteTaskContext
 from .results import build_result
 
 logger = logging.getLogger("django_mqlite.tasks")
@@ -295,12 +302,12 @@ def run_task(msg: Received) -> None:
         task_started.send(sender, task_result=job.result(TaskResultStatus.RUNNING))
     try:
         if job.task.takes_context:
-            context: TaskContext[Any, Any] = TaskContext(
-                task_result=job.result(TaskResultStatus.RUNNING)
+            context = MQLiteTaskContext(
+                task_result=job.result(TaskResultStatus.RUNNING), message=msg
             )
-            value = job.task.call(context, *job.args, **job.kwargs)
+            value = call(job.task, msg, context, *job.args, **job.kwargs)
         else:
-            value = job.task.call(*job.args, **job.kwargs)
+            value = call(job.task, msg, *job.args, **job.kwargs)
         value = normalize_json(value)
         # Encoded here, where a value JSON cannot hold fails the task: the completion
         # stores this text as it is.
@@ -311,6 +318,7 @@ def run_task(msg: Received) -> None:
         # Ctrl-C reaches the worker's main thread, which drains gracefully), and letting
         # it escape would leave the task RUNNING with its lease renewed forever.
         tb = traceback.format_exc()
+        exc = as_cancelled(msg, exc)  # raised once a cancel request reached it
         if isinstance(exc, Snooze) and (final := job.snooze(exc)) is not None:
             if final:
                 task_finished.send(
@@ -339,6 +347,25 @@ def run_task(msg: Received) -> None:
         attempt=job.attempt,
         on_completed=finished if task_finished.has_listeners(sender) else None,
     )
+
+
+def call(task: Task, msg: Received, *args: Any, **kwargs: Any) -> Any:
+    """Call ``task`` as ``Task.call`` does; an ``async def`` one runs as a task that a
+    cancel request cancels (``Received.on_cancel``: CancelledError at its next await)."""
+    if not iscoroutinefunction(task.func):
+        return task.call(*args, **kwargs)
+
+    async def cancellable() -> Any:
+        current = asyncio.current_task()
+        assert current is not None
+        loop = asyncio.get_running_loop()
+        msg.on_cancel(lambda: loop.call_soon_threadsafe(current.cancel))
+        try:
+            return await task.func(*args, **kwargs)
+        finally:
+            msg.on_cancel(None)
+
+    return async_to_sync(cancellable)()
 
 
 def bury_invalid(msg: Received, why: str) -> None:

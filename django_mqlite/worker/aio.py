@@ -7,6 +7,10 @@ runs up to that many coroutines at once on the loop. Everything else — leases,
 timeouts, retries, ``mq.Reject``, settlement and signals — is the handler thread's usual
 path: this module only turns "call the handler" into "run the coroutine and wait".
 
+Cancelling: a cancel request (``mq.request_cancel``) that reaches the delivery cancels
+its coroutine the same way (``Received.on_cancel``); the worker dead-letters it as
+cancelled.
+
 Timeouts: unlike a thread, a coroutine can be stopped. Past the consumer's ``timeout``
 the handler thread cancels it (``CancelledError`` at its next ``await``) and the attempt
 fails with ``TimeoutError``, retried or dead-lettered like any failure. A coroutine that
@@ -74,12 +78,18 @@ def call_handler(d: Delivery) -> Any:
     if not iscoroutinefunction(func):
         return func(d.msg)
     future = asyncio.run_coroutine_threadsafe(_run(func, d.msg), event_loop())
-    if d.timeout is None:
-        return future.result()
-    started = d.started if d.started is not None else time.monotonic()
+    # A cancel request (``running``) cancels the coroutine: CancelledError at its next
+    # await, which the worker settles as cancelled.
+    d.msg.on_cancel(future.cancel)
     try:
-        return future.result(max(0.0, started + d.timeout - time.monotonic()))
-    except TimeoutError:
-        if not future.cancel() and future.done():
-            return future.result()  # it finished just as the wait ran out
-        raise TimeoutError(f"handler ran longer than its timeout of {d.timeout}s") from None
+        if d.timeout is None:
+            return future.result()
+        started = d.started if d.started is not None else time.monotonic()
+        try:
+            return future.result(max(0.0, started + d.timeout - time.monotonic()))
+        except TimeoutError:
+            if not future.cancel() and future.done():
+                return future.result()  # it finished just as the wait ran out
+            raise TimeoutError(f"handler ran longer than its timeout of {d.timeout}s") from None
+    finally:
+        d.msg.on_cancel(None)

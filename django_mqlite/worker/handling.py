@@ -5,6 +5,8 @@ them in the calling thread).
 - ``run_handler``: call the handler, capture its exception and traceback;
 - ``complete``: complete a successful delivery (carrying its ``Completion``, then calling
   its ``on_completed``), as the worker's batched completion does for one message;
+- ``as_cancelled``: a handler that raised after a cancel request reached it was
+  cancelled (``mq.Cancelled``, a ``Reject`` with reason ``Cancelled``);
 - ``settle_failure``: ``mq.Reject`` dead-letters, ``mq.Snooze`` gives the message back
   with the engine's snooze verb (no delivery used up, up to the queue's ``max_snoozes``),
   any other exception abandons with the retry backoff (dead-lettered by the engine at
@@ -16,13 +18,13 @@ from __future__ import annotations
 import logging
 import traceback
 from collections.abc import Callable
-from typing import Any
+from typing import Any, overload
 
 from ..engine import settle
 from ..engine.admission import diagnostic
 from ..engine.received import Received
 from ..engine.types import Outcome, Settled
-from ..exceptions import InvalidArgumentError, Reject, Snooze
+from ..exceptions import Cancelled, InvalidArgumentError, Reject, Snooze
 from .aio import call_handler
 from .delivery import Delivery, log_fields
 
@@ -40,6 +42,24 @@ def run_handler(
         # attempt; neither may take the thread (and the message's lease) with it.
         return exc, traceback.format_exc()
     return None, ""
+
+
+@overload
+def as_cancelled(msg: Received, failure: BaseException) -> BaseException: ...
+@overload
+def as_cancelled(msg: Received, failure: None) -> None: ...
+@overload
+def as_cancelled(msg: Received, failure: BaseException | None) -> BaseException | None: ...
+
+
+def as_cancelled(msg: Received, failure: BaseException | None) -> BaseException | None:
+    """A handler that raised once a cancel request reached it ended because of it (it
+    stopped, or its coroutine was cancelled): ``mq.Cancelled``, dead-lettered with
+    reason ``Cancelled`` and never retried. A handler that returned completes; a
+    ``Reject`` or ``Snooze`` it raised stays what it is."""
+    if failure is None or not msg.cancel_requested or isinstance(failure, Reject | Snooze):
+        return failure
+    return Cancelled(f"cancelled while running ({type(failure).__name__})")
 
 
 def complete(msg: Received, using: str) -> Settled:

@@ -25,7 +25,7 @@ from django.db import DatabaseError, connections
 from ..conf import current
 from ..engine import settle
 from ..engine.clock import now_ms
-from ..exceptions import LockLostError, Reject, Snooze
+from ..exceptions import Cancelled, LockLostError, Reject, Snooze
 from . import db_health, handling, tracing
 from .delivery import Delivery, log_fields
 from .prefetch import start_margin_s
@@ -290,6 +290,7 @@ class Pool:
     def _execute(self, d: Delivery) -> None:
         msg = d.msg
         failure, tb = handling.run_handler(d)  # coroutines run on the event loop (``aio``)
+        failure = handling.as_cancelled(msg, failure)
         with self.lock:
             d.ended = time.monotonic()
             late = d.timed_out
@@ -331,7 +332,8 @@ class Pool:
         handling.log_failure(msg, failure, delay)
 
     def _settle_directly(self, d: Delivery, failure: BaseException | None, tb: str) -> None:
-        if failure is not None and not isinstance(failure, Snooze):  # a snooze is no failure
+        # Neither a snooze nor a cancel is a failure of the handler.
+        if failure is not None and not isinstance(failure, Snooze | Cancelled):
             with self.lock:
                 self.failures += 1
         # The handler may have failed because this thread's connection was lost: check

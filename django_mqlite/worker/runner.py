@@ -21,12 +21,12 @@ from django.db import Error as DatabaseError
 from django.db import InterfaceError, OperationalError, connections
 
 from ..conf import current
-from ..engine import arguments, databases, listen, settle, wakeup
+from ..engine import arguments, databases, listen, running, settle, wakeup
 from ..engine.claim import receive
 from ..engine.clock import now_ms, to_ms
 from ..engine.dialects import dialect_for
 from ..engine.queues import create_queue, get_queue, sync_declared
-from ..exceptions import LockLostError, QueueNotFoundError
+from ..exceptions import Cancelled, LockLostError, QueueNotFoundError
 from . import background, clockskew, db_health, prefetch, settlement, tracing
 from . import registry as registry_mod
 from .delivery import Delivery, log_fields
@@ -172,6 +172,7 @@ class Worker:
             self._threads.append(
                 background.Listener(self.using, on_unavailable=self._stop_listening)
             )
+            wakeup.watch(self._hear)
         elif (path := listen.watched_file(self.using)) is not None:
             self._watcher = listen.CommitWatcher(path, list(self.consumers))
             self._threads.append(self._watcher)
@@ -219,6 +220,7 @@ class Worker:
             self._safely(functools.partial(self._abandon, d, SHUTDOWN_ERROR))
         self._safely(self._flush_completions)
         self.pool.close()
+        wakeup.unwatch(self._hear)
         for t in self._threads:  # all asked at once, so their last passes overlap
             t.request_stop()
         for t in self._threads:
@@ -424,6 +426,9 @@ class Worker:
     def _give_up(self, d: Delivery, error: str) -> None:
         token = d.msg.lock_token
         assert token is not None
+        if d.msg.cancel_requested:
+            self._cancel(d, error)
+            return
         if d.consumer.give_up is not None:
             try:
                 d.consumer.give_up(d.msg, error)
@@ -447,6 +452,27 @@ class Worker:
                 d.msg.queue,
                 d.msg.seq,
                 exc,
+                extra=log_fields(d.msg),
+            )
+        d.lost = True
+
+    def _cancel(self, d: Delivery, error: str) -> None:
+        """A handler that ignored a cancel request until the worker gave up on it (its
+        timeout, or the shutdown's): dead-lettered as cancelled, not retried."""
+        token = d.msg.lock_token
+        assert token is not None
+        item = settle.RejectItem(d.msg.seq, token, Cancelled.REASON, f"cancelled: {error}")
+        got = settle.reject_many(d.msg.queue, [item], using=self.using)[0]
+        d.msg.outcome = got
+        if got.ok:
+            logger.warning(
+                "%s #%s cancelled: %s", d.msg.queue, d.msg.seq, error, extra=log_fields(d.msg)
+            )
+        else:
+            logger.warning(
+                "%s #%s: could not cancel: lease lost",
+                d.msg.queue,
+                d.msg.seq,
                 extra=log_fields(d.msg),
             )
         d.lost = True
@@ -483,6 +509,16 @@ class Worker:
             cap_s=conf.retry_backoff_cap_s,
             rng=self.rng,
         )
+
+    def _hear(self, key: str) -> None:
+        """A cancel request heard through NOTIFY (``running.parse_heard``) reaches the
+        handler of the message at once; the next renewal would bring it otherwise."""
+        heard = running.parse_heard(key)
+        if heard is None or heard[0] != self.using:
+            return
+        for d in self.pool.held():
+            if d.key == heard[1:] and not d.msg.cancel_requested:
+                d.msg.cancel_seen()
 
     def _stop_listening(self) -> None:
         self.listening = False  # no NOTIFY here: poll like SQLite does

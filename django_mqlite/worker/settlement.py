@@ -40,18 +40,36 @@ def clock_s() -> float:
 
 def renew_due(pool: Pool, using: str, worker_id: int | None = None) -> None:
     """Renew every held lease (waiting, running or finished) past half its life; the
-    renewal stamps ``worker_id``'s heartbeat too."""
+    renewal stamps ``worker_id``'s heartbeat too, writes what handlers reported since
+    the last one (``running``: their progress and checkpoints, fenced with the lease)
+    and answers whether a cancel was requested, which reaches the handler here. On a
+    database error the reports go back to their buffers for the next renewal."""
     now = clock_s()
     due = by_queue(d for d in pool.held() if now >= d.next_renew)
     for queue, ds in due.items():
         for part in batches.chunks(ds, settle.MAX_RENEW_BATCH):
-            ok = settle.renew_batch(
-                queue, [d.item() for d in part], using=using, worker_id=worker_id
-            )
-            for d, renewed in zip(part, ok, strict=True):
-                if renewed:
+            notes = [d.msg.take_notes() for d in part]
+            try:
+                got = settle.renew_many(
+                    queue,
+                    [d.item() for d in part],
+                    using=using,
+                    worker_id=worker_id,
+                    notes=notes,
+                )
+            except BaseException:
+                for d, n in zip(part, notes, strict=True):
+                    d.msg.give_back_notes(n)
+                raise
+            for d, renewed in zip(part, got, strict=True):
+                if renewed.ok:
                     d.next_renew = now + d.lease_s / 2
                     d.lease_until = now + d.lease_s
+                    if renewed.cancel_requested and not d.msg.cancel_requested:
+                        d.msg.cancel_seen()
+                        logger.info(
+                            "%s #%s: cancel requested", queue, d.msg.seq, extra=log_fields(d.msg)
+                        )
                 else:
                     d.lost = True
                     logger.warning(

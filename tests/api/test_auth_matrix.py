@@ -54,6 +54,7 @@ ROUTES = [
     ),
     ("post", "queues/work/messages/{seq}/defer/", {"lock_token": "{token}"}, "receive", 204),
     ("post", "queues/work/messages/{seq}/renew/", {"lock_token": "{token}"}, "receive", 200),
+    ("post", "queues/work/messages/{seq}/cancel/", None, "manage", 200),
     ("post", "queues/work/complete/", {"items": []}, "receive", 200),
     ("post", "queues/work/renew/", {"items": []}, "receive", 200),
     ("post", "queues/work/receive-deferred/", {"seqs": ["{deferred}"]}, "receive", 200),

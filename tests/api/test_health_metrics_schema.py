@@ -47,11 +47,12 @@ def test_schema(api: Any, db: Any) -> None:
     assert schema["openapi"].startswith("3.")
     assert schema["servers"] == [{"url": "/mq"}]
     ops = {(p, m) for p, item in schema["paths"].items() for m in item if m != "parameters"}
-    assert len(ops) == 34
+    assert len(ops) == 35
     assert ("/topics/{topic}/publish/", "post") in ops
     assert ("/topics/{topic}/subscriptions/{name}/", "put") in ops
     assert ("/queues/{name}/messages/{seq}/renew/", "post") in ops
     assert ("/queues/{name}/messages/{seq}/snooze/", "post") in ops
+    assert ("/queues/{name}/messages/{seq}/cancel/", "post") in ops
     assert ("/queues/{name}/history/", "get") in ops
     assert ("/queues/{name}/pause/", "post") in ops
     for path, item in schema["paths"].items():

@@ -1,4 +1,5 @@
-"""Messages: send (one or many), peek, cancel a scheduled one; receive and settle."""
+"""Messages: send (one or many), peek, cancel a scheduled one or any live one; receive
+and settle."""
 
 from __future__ import annotations
 
@@ -106,6 +107,26 @@ class MessageView(MQView):
         if not mq.cancel_scheduled(name, seq):
             raise NotFound(f"message {seq} on {name!r} is not a never-delivered scheduled message")
         return Response(status=204)
+
+
+class CancelView(MQView):
+    """Cancel a message: ask a running one to stop, dead-letter a waiting one."""
+
+    mq_actions = {"POST": "manage"}
+
+    @extend_schema(
+        operation_id="request_cancel",
+        request=None,
+        responses={200: s.RequestedSerializer, **errors(400, 404, 409)},
+        description="Cancel the message (`mq.request_cancel`): a running one's handler is "
+        "asked to stop (it sees the request within half a lease, at once on PostgreSQL); one "
+        "that has not started is dead-lettered with reason `Cancelled` at once. `requested` "
+        "is false when the running message had been asked already. A finished message is 409 "
+        "`finished`, an unknown one 404 `not_found`.",
+    )
+    def post(self, request: Request, name: str, seq: int) -> Response:
+        requested = mq.request_cancel(name, seq)
+        return Response(s.RequestedSerializer({"requested": requested}).data)
 
 
 class ReceiveView(MQView):

@@ -19,7 +19,7 @@ from ...exceptions import MQLiteError
 class Command(BaseCommand):
     help = (
         "Operate the queues: queues, create-queue, pause, resume, inspect, stats, top, peek, "
-        "send, redrive, purge, health; topics, create-topic, delete-topic, subscribe, "
+        "send, cancel, redrive, purge, health; topics, create-topic, delete-topic, subscribe, "
         "unsubscribe, publish."
     )
 
@@ -93,6 +93,10 @@ class Command(BaseCommand):
         p.add_argument(
             "--seq", dest="seqs", type=int, nargs="+", action="extend", help="only these seqs"
         )
+
+        p = add("cancel", "cancel messages: ask running ones to stop, dead-letter waiting ones")
+        p.add_argument("queue")
+        p.add_argument("seqs", metavar="seq", type=int, nargs="+")
 
         p = add("purge", "remove messages for good (dead letters unless --state)")
         p.add_argument("queue")

@@ -25,6 +25,8 @@ def record(event: str, msg: mq.Received, **extra: Any) -> None:
         "delivery": msg.delivery_count,
         "pid": os.getpid(),
         "t": time.time(),
+        # When the worker checked the start margin (None outside a worker's pool).
+        "checked": msg.start_checked_at,
         **extra,
     }
     fd = os.open(os.environ["MQLITE_TEST_LOG"], os.O_WRONLY | os.O_APPEND | os.O_CREAT)

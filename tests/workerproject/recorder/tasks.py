@@ -143,3 +143,25 @@ def refresh_report(report_id: int, rev: int = 0) -> int:
 def rebuild_index(note: str) -> str:
     """A unique task with a fixed key that a later enqueue replaces while it waits."""
     return note
+
+
+#: Set by the task-control tasks below once they run (in-process runs).
+CONTROL_STARTED = __import__("threading").Event()
+
+
+@task(queue_name="tasks", takes_context=True, max_attempts=3, backoff=0)
+def until_cancelled(context: Any, steps: int) -> int:
+    """Report progress each step until a cancel request reaches it, then stop."""
+    CONTROL_STARTED.set()
+    for step in range(steps):
+        context.set_progress({"step": step})
+        if context.cancel_requested:
+            raise RuntimeError(f"stopped at step {step}")
+        time.sleep(0.01)
+    return steps
+
+
+@task(queue_name="tasks", max_attempts=3, backoff=0)
+async def sleeps_async(seconds: float) -> None:
+    CONTROL_STARTED.set()
+    await asyncio.sleep(seconds)
