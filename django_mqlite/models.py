@@ -113,6 +113,10 @@ class Message(models.Model):
     # ``send(..., unique_key=...)``: at most one live message of a queue holds a key
     # (the partial unique index below); a completed or dead-lettered one frees it.
     unique_key = models.CharField(max_length=200, null=True, blank=True)
+    # ``send(..., unique_key=..., unique_while="pending")``: at most one message of a
+    # queue that has never been claimed holds a key (the second partial unique index
+    # below); the first claim frees it (``engine/unique.py``).
+    pending_key = models.CharField(max_length=200, null=True, blank=True)
     # Snoozes asked of this message (``engine.settle.snooze_many``); the first
     # ``max_snoozes`` of its queue gave their delivery back. A database default, because
     # the engine inserts messages with raw SQL.
@@ -136,6 +140,18 @@ class Message(models.Model):
                 fields=["queue", "unique_key"],
                 name="mqlite_msg_unique",
                 condition=Q(unique_key__isnull=False, state__in=LIVE),
+            ),
+            # The same for pending keys: waiting and never claimed (a snooze that gave
+            # its delivery back counts itself). engine/unique.py repeats this predicate.
+            models.UniqueConstraint(
+                fields=["queue", "pending_key"],
+                name="mqlite_msg_pending",
+                condition=Q(
+                    pending_key__isnull=False,
+                    state__in=["active", "scheduled"],
+                    delivery_count=0,
+                    snooze_count=0,
+                ),
             ),
         ]
         indexes = [

@@ -75,23 +75,48 @@ class ReasonFilter(admin.SimpleListFilter):
         return queryset if value is None else queryset.filter(dead_letter_reason=value)
 
 
+class UniqueKeyFilter(admin.SimpleListFilter):
+    """Messages sent with a unique key (``mq.send(..., unique_key=)``), by the window the
+    key is held in: while live, or while pending (until first claimed)."""
+
+    title = "unique key"
+    parameter_name = "unique"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("live", "held while live"), ("pending", "held while pending"), ("none", "none")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        if self.value() == "live":
+            return queryset.filter(unique_key__isnull=False)
+        if self.value() == "pending":
+            return queryset.filter(pending_key__isnull=False)
+        if self.value() == "none":
+            return queryset.filter(unique_key__isnull=True, pending_key__isnull=True)
+        return queryset
+
+
 class MessageAdmin(OnQueueDatabase, ReadOnlyAdmin):
-    list_display = (
+    list_display: tuple[str, ...] = (
         "seq",
         "queue",
         "state",
         "message_id",
         "group_id",
         "subject",
+        "unique",
         "delivery_count",
         "enqueued",
         "body_preview",
     )
-    list_filter: ClassVar[tuple[Any, ...]] = (("queue", QueueFilter), StateFilter)
+    list_filter: ClassVar[tuple[Any, ...]] = (
+        ("queue", QueueFilter),
+        StateFilter,
+        UniqueKeyFilter,
+    )
     list_select_related = ("queue",)
     # Exact matches (prefix for subjects): a substring search cannot use any index.
-    search_fields = ("=message_id", "=group_id", "^subject")
-    search_help_text = "Exact message_id or group_id, or the start of a subject."
+    search_fields = ("=message_id", "=group_id", "^subject", "=unique_key", "=pending_key")
+    search_help_text = "Exact message_id, group_id or unique key, or the start of a subject."
     ordering = ("-seq",)
     actions: Sequence[Any] = (actions.cancel_selected,)
     message_fields: tuple[str, ...] = (
@@ -103,6 +128,7 @@ class MessageAdmin(OnQueueDatabase, ReadOnlyAdmin):
         "message_id",
         "group_id",
         "subject",
+        "unique",
         "correlation_id",
         "reply_to",
         "content_type",
@@ -157,6 +183,12 @@ class MessageAdmin(OnQueueDatabase, ReadOnlyAdmin):
                 body_head=Substr("body", 1, format.LIST_PREVIEW_BYTES, output_field=BinaryField()),
             )
         )
+
+    @admin.display(description="unique key")
+    def unique(self, obj: Message) -> str:
+        if obj.pending_key is not None:
+            return f"{obj.pending_key} (while pending)"
+        return obj.unique_key or "—"
 
     @admin.display(description="enqueued", ordering="enqueued_at")
     def enqueued(self, obj: Message) -> str:

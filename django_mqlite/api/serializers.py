@@ -8,7 +8,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from ..admission import MAX_UNIQUE_KEY, ON_CONFLICT
+from ..admission import MAX_UNIQUE_KEY, ON_CONFLICT, UNIQUE_WHILE
 from ..conf import current
 from .fields import (
     AnyJSONField,
@@ -148,6 +148,7 @@ class OutMessageSerializer(StrictSerializer):
     # The engine's admission decides both; the bounds are named here for the schema.
     unique_key = text(MAX_UNIQUE_KEY, required=False, allow_null=True)
     on_conflict = serializers.ChoiceField(choices=ON_CONFLICT, required=False, allow_null=True)
+    unique_while = serializers.ChoiceField(choices=UNIQUE_WHILE, required=False, allow_null=True)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if ("body" in attrs) == ("body_base64" in attrs):

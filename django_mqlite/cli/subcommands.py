@@ -235,7 +235,18 @@ def send(out: OutputWrapper, o: dict[str, Any]) -> None:
             raise CommandError(f"BODY is not valid JSON: {exc}") from exc
     options = {
         k: o[k]
-        for k in ("group_id", "message_id", "subject", "priority", "delay", "ttl", "content_type")
+        for k in (
+            "group_id",
+            "message_id",
+            "subject",
+            "priority",
+            "delay",
+            "ttl",
+            "content_type",
+            "unique_key",
+            "on_conflict",
+            "unique_while",
+        )
         if o.get(k) is not None
     }
     seq = mq.send(o["queue"], body, using=o["database"], **options)

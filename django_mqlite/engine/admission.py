@@ -93,8 +93,9 @@ def admit(msg: OutMessage, now: int) -> Row:
         visible_at=visible_at,
         ttl_ms=ttl_ms,
         expires_at=None if ttl_ms is None else visible_at + ttl_ms,
-        unique_key=unique_key(msg.unique_key, msg.on_conflict),
+        unique_key=unique_key(msg.unique_key, msg.on_conflict, msg.unique_while),
         on_conflict=msg.on_conflict or "skip",
+        unique_while=msg.unique_while or "live",
     )
 
 
@@ -104,18 +105,29 @@ MAX_UNIQUE_KEY = 200
 #: (``skip``), overwrite the holder's content (``replace``), or overwrite it and move its
 #: visible time to the send's (``debounce``). See ``send``.
 ON_CONFLICT = ("skip", "replace", "debounce")
+#: How long a message holds its key: while it is live (until completed or dead-lettered)
+#: or while it is pending (until first claimed). See ``unique``.
+UNIQUE_WHILE = ("live", "pending")
 
 
-def unique_key(value: object, on_conflict: object) -> str | None:
+def unique_key(value: object, on_conflict: object, unique_while: object = None) -> str | None:
     """A send's unique key: None, or text of at most ``MAX_UNIQUE_KEY`` characters, with
-    a conflict policy from ``ON_CONFLICT`` (None means ``"skip"``; a policy without a key
-    is refused rather than ignored)."""
+    a conflict policy from ``ON_CONFLICT`` (None means ``"skip"``) and a window from
+    ``UNIQUE_WHILE`` (None means ``"live"``); a policy or window without a key is
+    refused rather than ignored."""
     if on_conflict is not None and on_conflict not in ON_CONFLICT:
         raise InvalidArgumentError(
             f"on_conflict must be one of {', '.join(map(repr, ON_CONFLICT))}, not {on_conflict!r}"
         )
+    if unique_while is not None and unique_while not in UNIQUE_WHILE:
+        raise InvalidArgumentError(
+            f"unique_while must be one of {', '.join(map(repr, UNIQUE_WHILE))}, "
+            f"not {unique_while!r}"
+        )
     if value is None and on_conflict is not None:
         raise InvalidArgumentError("on_conflict needs a unique_key")
+    if value is None and unique_while is not None:
+        raise InvalidArgumentError("unique_while needs a unique_key")
     return text(value, "unique_key", MAX_UNIQUE_KEY)
 
 

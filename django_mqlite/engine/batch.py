@@ -240,7 +240,7 @@ def stored(cb: Callback, now: int) -> dict[str, Any]:
     arguments.check_queue_name(cb.queue)
     if msg.scheduled_at is not None:
         raise InvalidArgumentError("a callback takes delay=, not scheduled_at=")
-    if msg.unique_key is not None or msg.on_conflict is not None:
+    if msg.unique_key is not None or msg.on_conflict is not None or msg.unique_while is not None:
         raise InvalidArgumentError("a callback takes no unique_key (it is enqueued once)")
     if msg.depends_on is not None:
         raise InvalidArgumentError("a callback takes no depends_on (it is enqueued at the end)")

@@ -121,9 +121,9 @@ def move_rows(
     ``source``): delivery count reset, back in their lines. Redrive and forwarding both
     move rows with this; a forward (``forward``) records the source and adds the
     deliveries made there to ``forwarded_deliveries``, a redrive clears both. A moved
-    message holds no unique key any more (another live message may hold it by now, and
-    two moved rows may share one), nor a cancel request (``running``). Returns the rows
-    moved."""
+    message holds no unique key, live or pending, any more (another message may hold it
+    by now, and two moved rows may share one), nor a cancel request (``running``).
+    Returns the rows moved."""
     now = now_ms()
     strict = target.ordering == Ordering.STRICT_FIFO
     expires = None if target.default_ttl_ms is None else now + target.default_ttl_ms
@@ -131,7 +131,7 @@ def move_rows(
         "UPDATE mqlite_message SET state = 'active', queue_id = %s, delivery_count = 0, "
         "visible_at = %s, expires_at = %s, dead_letter_reason = NULL, "
         "dead_letter_description = NULL, dead_lettered_at = NULL, unique_key = NULL, "
-        "cancel_requested_at = NULL, "
+        "pending_key = NULL, cancel_requested_at = NULL, "
         + (
             "forwarded_from = %s, "
             "forwarded_deliveries = COALESCE(forwarded_deliveries, 0) + delivery_count, "

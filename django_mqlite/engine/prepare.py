@@ -35,6 +35,8 @@ class Row:
     unique_key: str | None = None
     #: What the send does when a live message holds ``unique_key`` (``admission.ON_CONFLICT``).
     on_conflict: str = "skip"
+    #: The window the key is held in: ``"live"`` or ``"pending"`` (``unique.WINDOWS``).
+    unique_while: str = "live"
     dedup_key: str | None = None
     body_hash: str | None = None
     order_key: str | None = None

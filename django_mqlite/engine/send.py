@@ -4,30 +4,10 @@ engine's own sends).
 A send is an INSERT in the caller's transaction when one is open (the outbox): nothing
 is claimable until it commits, and a rollback leaves nothing behind.
 
-Unique keys: a message sent with ``unique_key`` holds the key while it is live (active,
-locked, deferred or scheduled); a completed or dead-lettered one frees it. The database
-enforces this with the partial unique index ``mqlite_msg_unique``, and the send is one
-``INSERT … ON CONFLICT (queue_id, unique_key) WHERE <its predicate> DO NOTHING``: a send
-whose key is held writes nothing and returns the holder's seq (``on_conflict="skip"``),
-read by a second statement only then. A send racing the holder's commit waits for it on
-PostgreSQL (the index decides, not a read); SQLite has one writer. Sends without a key run
+Unique keys (``unique_key``, ``on_conflict``, ``unique_while``): a keyed message is
+inserted by its own statement, which the key's partial unique index arbitrates; the
+rule, its windows and its conflict policies are ``unique``'s. Sends without a key run
 the statements they always did.
-
-``on_conflict="replace"`` and ``"debounce"``: when the insert found the key held, one
-guarded UPDATE writes the send's content (body, content type, subject, properties,
-correlation id, reply-to, priority, expiry) into the holder, only if it is ``active`` or
-``scheduled``; ``debounce`` also moves its visible time to the send's (now + delay). The
-holder keeps its seq, message id, group and place in its line, and the send returns its
-seq. A holder a consumer has (``locked`` or ``deferred``) is not changed: the send raises
-``UniqueKeyLockedError`` and a batch writes nothing. The index still decides who holds
-the key; the UPDATE only ever touches the one live row that does.
-
-A send of several keys takes them in sorted order before it writes any (PostgreSQL:
-one transaction-scoped lock per key), then inserts in the order given, so seqs keep the
-batch's order. Taking them in the order given, two batches with shared keys in
-opposite orders would each hold a key the other waits for (an insert waits on the
-other's uncommitted index entry, a replace on its row lock): a deadlock. A send of one
-key takes no lock: one key cannot close a cycle within the send.
 """
 
 from __future__ import annotations
@@ -38,11 +18,7 @@ from typing import Any
 from django.db import transaction
 from django.db.backends.utils import CursorWrapper
 
-from ..exceptions import (
-    DedupConflictError,
-    InvalidArgumentError,
-    UniqueKeyLockedError,
-)
+from ..exceptions import DedupConflictError, InvalidArgumentError
 from . import (
     arguments,
     batches,
@@ -53,6 +29,7 @@ from . import (
     send_one,
     totals,
     tracing,
+    unique,
 )
 from .admission import admit
 from .clock import now_ms
@@ -87,7 +64,7 @@ def send(queue: str, body: Any, *, using: str | None = None, **options: Any) -> 
 
     The common case is one statement (``send_one``); the general path below handles
     dedup, ordered lines and every error with the same results."""
-    return send_stamped(queue, body, using=using, **options)[0]
+    return send_reported(queue, body, using=using, **options)[0]
 
 
 def send_stamped(
@@ -96,6 +73,16 @@ def send_stamped(
     """``send``, also returning the enqueue time the row stores (epoch ms; for a
     deduplicated resend, the original's), so a caller can report exactly what was
     stored without reading it back (the Tasks backend's results)."""
+    seq, enqueued_ms, _ = send_reported(queue, body, using=using, **options)
+    return seq, enqueued_ms
+
+
+def send_reported(
+    queue: str, body: Any, *, using: str | None = None, **options: Any
+) -> tuple[int, int, bool]:
+    """``send_stamped``, also saying whether this send inserted a row: False when it
+    collapsed into an earlier message (producer dedup) or found its unique key held
+    (the seq is the holder's, which ``replace``/``debounce`` wrote into)."""
     msg = OutMessage(body, **options)
     if tracing.hook is not None:
         return tracing.hook.send(
@@ -104,7 +91,7 @@ def send_stamped(
     return _send_stamped(queue, msg, using)
 
 
-def _send_stamped(queue: str, msg: OutMessage, using: str | None) -> tuple[int, int]:
+def _send_stamped(queue: str, msg: OutMessage, using: str | None) -> tuple[int, int, bool]:
     alias = databases.alias_of(using, queue)
     arguments.check_queue_name(queue)
     now = now_ms()
@@ -112,10 +99,12 @@ def _send_stamped(queue: str, msg: OutMessage, using: str | None) -> tuple[int, 
     if msg.depends_on is None and send_one.eligible(row):
         seq = send_one.try_send(alias, queue, row, now)
         if seq is not None:
-            return seq, now
+            return seq, now, True
     inserted: list[int] = []
     seq = _send(queue, [msg], using=using, single=True, now=now, inserted=inserted)[0]
-    return seq, now if seq in inserted else _enqueued_at(alias, seq, now)
+    if seq in inserted:
+        return seq, now, True
+    return seq, _enqueued_at(alias, seq, now), False
 
 
 def _enqueued_at(alias: str, seq: int, default: int) -> int:
@@ -331,45 +320,15 @@ def _values_sql(dialect: Dialect, q: QueueRow, r: Row, now: int, params: list[An
     )
 
 
-# -- name: send_unique --------------------------------------------------------------------
-# The conflict target repeats the predicate of mqlite_msg_unique (models.Message) term for
-# term, as Django renders it: SQLite takes a partial index as the target only then.
-_UNIQUE_PREDICATE = f"state IN {lines.LIVE_SQL} AND unique_key IS NOT NULL"
-_UNIQUE_CONFLICT = f"ON CONFLICT (queue_id, unique_key) WHERE {_UNIQUE_PREDICATE} DO NOTHING"
-_HOLDER = (
-    "SELECT seq, state FROM mqlite_message WHERE queue_id = %s AND unique_key = %s "
-    f"AND {_UNIQUE_PREDICATE}"
-)
-#: The holder's states a replacing send may not change: a consumer holds the message.
-_HELD = ("locked", "deferred")
-
-# -- name: replace_unique -----------------------------------------------------------------
-# ``on_conflict="replace"``/``"debounce"``: the live holder's content becomes the send's,
-# only while no consumer holds it (active or scheduled). Parameters: body, content_type,
-# subject, properties, correlation_id, reply_to, priority, expires_at, (debounce: visible
-# time, visible time, now), queue id, key.
-_REPLACE = (
-    "UPDATE mqlite_message SET body = %s, content_type = %s, subject = %s, "
-    "properties = {json}, correlation_id = %s, reply_to = %s, priority = %s, "
-    "expires_at = %s{debounce} "
-    f"WHERE queue_id = %s AND unique_key = %s AND {_UNIQUE_PREDICATE} "
-    "AND state IN ('active', 'scheduled') RETURNING seq"
-)
-_DEBOUNCE = ", visible_at = %s, state = CASE WHEN %s > %s THEN 'scheduled' ELSE 'active' END"
-#: A holder can finish between the skipped insert and the read of its seq (PostgreSQL);
-#: the send then tries again, this many times in all.
-UNIQUE_ATTEMPTS = 20
-
-
 def _insert_each(
     cursor: CursorWrapper, dialect: Dialect, q: QueueRow, rows: list[Row], now: int
 ) -> list[Row]:
     """Insert ``rows`` one statement each, in order (a batch that holds a unique key):
-    a row whose key a live message holds takes that message's seq, having written
+    a row whose key another message holds takes that message's seq, having written
     nothing (``skip``) or its content into the holder (``replace``, ``debounce``).
     Returns the rows inserted. Each row asks whether its line has a live message, since
     an earlier row of its line in this batch may not have been inserted."""
-    _lock_keys(cursor, dialect, q, rows)
+    unique.lock_keys(cursor, dialect, q, rows)
     written: list[Row] = []
     for r in rows:
         r.first_in_line = True
@@ -382,85 +341,6 @@ def _insert_each(
             )
             r.seq = int(cursor.fetchone()[0])
             written.append(r)
-        elif _insert_unique(cursor, dialect, q, r, values, params, now):
+        elif unique.insert(cursor, dialect, q, r, (_INSERT_COLUMNS, values, params), now):
             written.append(r)
     return written
-
-
-def _lock_keys(cursor: CursorWrapper, dialect: Dialect, q: QueueRow, rows: list[Row]) -> None:
-    """Lock the unique keys of ``rows`` in sorted order (see the module docstring), when
-    there are two or more and writers run side by side."""
-    keys = sorted({r.unique_key for r in rows if r.unique_key is not None})
-    if len(keys) < 2:
-        return
-    # Its own namespace: a line's lock (``lines.lock_lines``) is "mqlite:<queue>:<key>".
-    dialect.lock_keys(cursor, [f"mqlite-unique:{q.id}:{key}" for key in keys])
-
-
-def _insert_unique(
-    cursor: CursorWrapper,
-    dialect: Dialect,
-    q: QueueRow,
-    r: Row,
-    values: str,
-    params: list[Any],
-    now: int,
-) -> bool:
-    """Insert ``r`` unless a live message holds its key; True when it was inserted.
-    Otherwise ``r.seq`` is the holder's, and ``replace``/``debounce`` wrote ``r``'s
-    content into it by one guarded UPDATE (only an ``active`` or ``scheduled`` holder:
-    one a consumer holds raises ``UniqueKeyLockedError``). The holder may finish or move
-    between two statements; each attempt asks the database again."""
-    sql = (
-        f"INSERT INTO mqlite_message ({_INSERT_COLUMNS}, unique_key) "
-        f"VALUES {values[:-1]}, %s) {_UNIQUE_CONFLICT} RETURNING seq"
-    )
-    for _ in range(UNIQUE_ATTEMPTS):
-        cursor.execute(sql, [*params, r.unique_key])
-        got = cursor.fetchone()
-        if got is not None:
-            r.seq = int(got[0])
-            return True
-        if r.on_conflict != "skip":
-            got = _replace(cursor, dialect, q, r, now)
-            if got is not None:
-                r.seq = got
-                return False
-        cursor.execute(_HOLDER, [q.id, r.unique_key])
-        holder = cursor.fetchone()
-        if holder is None:
-            continue  # it finished since the insert: try again
-        r.seq = int(holder[0])
-        if r.on_conflict == "skip":
-            return False
-        if holder[1] in _HELD:
-            raise UniqueKeyLockedError(
-                f"unique_key {r.unique_key!r} on {q.name!r} is held by message {r.seq}, "
-                f"which a consumer holds ({holder[1]}); nothing was written"
-            )
-    raise RuntimeError(f"unique_key {r.unique_key!r}: no insert and no holder")
-
-
-def _replace(cursor: CursorWrapper, dialect: Dialect, q: QueueRow, r: Row, now: int) -> int | None:
-    """Write ``r``'s content into the live holder of its key, if no consumer holds it;
-    ``debounce`` also moves the holder's visible time to ``r``'s. The holder keeps its
-    seq, message id, group and place in its line. Returns its seq, or None."""
-    debounce = r.on_conflict == "debounce"
-    cursor.execute(
-        _REPLACE.format(json=dialect.json_param(), debounce=_DEBOUNCE if debounce else ""),
-        [
-            r.body,
-            r.content_type,
-            r.subject,
-            r.properties,
-            r.correlation_id,
-            r.reply_to,
-            r.priority,
-            r.expires_at,
-            *([r.visible_at, r.visible_at, now] if debounce else []),
-            q.id,
-            r.unique_key,
-        ],
-    )
-    got = cursor.fetchone()
-    return None if got is None else int(got[0])

@@ -625,6 +625,8 @@ def release(queue: str, items: Sequence[Pair], *, using: str | None = None) -> l
     Each row goes back to ``active`` with its delivery count decremented (the claim that
     is undone had counted one), fenced like every settlement. A stale item is False. A
     worker uses this at shutdown for messages it claimed but never gave to a handler.
+    A pending key (``unique``) is not taken back: the claim freed it, and another
+    message may hold it by now.
     """
     pairs = check_pairs(items, MAX_COMPLETE_BATCH)
     if not pairs:
@@ -636,7 +638,7 @@ def release(queue: str, items: Sequence[Pair], *, using: str | None = None) -> l
         now = now_ms()
         cursor.execute(
             "UPDATE mqlite_message SET state = 'active', lock_token = NULL, "
-            "locked_until = NULL, locked_by = NULL, visible_at = %s, "
+            "locked_until = NULL, locked_by = NULL, visible_at = %s, pending_key = NULL, "
             "delivery_count = CASE WHEN delivery_count > 0 THEN delivery_count - 1 ELSE 0 END "
             f"WHERE {fence(len(pairs))} RETURNING seq",
             [now, q.id, now, *(v for pair in pairs for v in pair)],

@@ -91,11 +91,15 @@ class OutMessage:
     ttl: float | dt.timedelta | None = None
     #: At most one live message per (queue, unique_key); see ``send.py``.
     unique_key: str | None = None
-    #: What a send whose ``unique_key`` is held does: only ``"skip"`` (the default).
+    #: What a send whose ``unique_key`` is held does: ``"skip"`` (the default),
+    #: ``"replace"`` or ``"debounce"``.
     on_conflict: str | None = None
     #: Messages (seqs, ``(queue, seq)`` pairs) and batches this one waits for: it is
     #: stored ``waiting`` until they all complete (``dependencies``).
     depends_on: list[Any] | None = None
+    #: How long the message holds ``unique_key``: ``"live"`` (the default: until it is
+    #: completed or dead-lettered) or ``"pending"`` (until it is first claimed).
+    unique_while: str | None = None
 
 
 @dataclass

@@ -10,7 +10,9 @@ builds it when a ``@task`` module is imported.
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -49,6 +51,7 @@ from .results import (
     parse_id,
 )
 from .signing import seal
+from .unique import UniqueKey
 
 DEFAULT_KEEP_RESULTS = 7 * 86400.0
 #: The longest timeout a task (or a task message) may carry: a week.
@@ -73,6 +76,41 @@ class MQLiteTask(Task):  # type: ignore[misc,unused-ignore]
     #: At a worker's shutdown, give the running attempt back to resume from its last
     #: checkpoint (``context.checkpoint``) instead of failing it (``context.stop_requested``).
     resumable: bool = False
+    #: At most one live message of the task's queue per key (``tasks.unique``): text,
+    #: or ``callable(*args, **kwargs) -> text | None`` called with each enqueue's
+    #: arguments. None: no key.
+    unique_key: UniqueKey | None = None
+    #: What an enqueue whose key is held does: ``"skip"`` (default), ``"replace"`` or
+    #: ``"debounce"``, as ``mq.send``'s ``on_conflict``.
+    on_conflict: str | None = None
+    #: How long a task holds its key: ``"live"`` (default: until it has finished) or
+    #: ``"pending"`` (until a worker starts it), as ``mq.send``'s ``unique_while``.
+    unique_while: str | None = None
+
+    def using(
+        self,
+        *,
+        unique_key: UniqueKey | None = None,
+        on_conflict: str | None = None,
+        unique_while: str | None = None,
+        **changes: Any,
+    ) -> MQLiteTask:
+        """Django's ``using()`` (priority, queue_name, run_after, backend), and the
+        task's unique key, conflict policy and key window for the calls made through
+        the copy."""
+        # Not super(): a slotted dataclass is a new class, which zero-argument super()
+        # does not know.
+        task: MQLiteTask = Task.using(self, **changes)  # type: ignore[assignment]
+        extra: dict[str, Any] = {
+            name: value
+            for name, value in (
+                ("unique_key", unique_key),
+                ("on_conflict", on_conflict),
+                ("unique_while", unique_while),
+            )
+            if value is not None
+        }
+        return dataclasses.replace(task, **extra) if extra else task
 
 
 def _check_positive(value: object, what: str, *, allow_zero: bool = False) -> None:
@@ -142,12 +180,15 @@ class MQLiteBackend(BaseTaskBackend):  # type: ignore[misc,unused-ignore]
     # -- validation ---------------------------------------------------------------------
 
     def validate_task(self, task: Task) -> None:
+        from . import unique
+
         super().validate_task(task)
         check_policy(
             getattr(task, "max_attempts", None),
             getattr(task, "backoff", None),
             getattr(task, "timeout", None),
         )
+        unique.check(task)
 
     def check(self, **kwargs: Any) -> list[checks.CheckMessage]:
         out = list(super().check(**kwargs))
@@ -195,10 +236,27 @@ class MQLiteBackend(BaseTaskBackend):  # type: ignore[misc,unused-ignore]
         return self._enqueue(task, args, kwargs, message_id=None)
 
     def enqueue_once(self, task: Task, args: Any, kwargs: Any, key: str) -> TaskResult:
-        """Enqueue unless a task with the same ``key`` (at most 128 characters) was
-        enqueued on that queue within the queue's ``dedup_window``; then return that
-        one's result. Periodic schedules use it with the occurrence's time as key."""
-        return self._enqueue(task, args, kwargs, message_id=key)
+        """Deprecated: ``task.using(unique_key=key).enqueue(*args, **kwargs)``.
+
+        Enqueue unless a live task of the queue holds ``key`` (a unique key, skip
+        policy); then return that one's result. Before unique keys this collapsed
+        enqueues within the queue's ``dedup_window``, even after the first had run."""
+        warnings.warn(
+            "MQLiteBackend.enqueue_once() is deprecated: use "
+            "task.using(unique_key=key).enqueue(*args, **kwargs) (docs/tasks.md, Unique tasks)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self._enqueue(task, args, kwargs, message_id=None, unique={"unique_key": key})
+
+    def enqueue_deduplicated(
+        self, task: Task, args: Any, kwargs: Any, *, message_id: str
+    ) -> TaskResult:
+        """Enqueue with ``message_id`` for producer dedup: a repeat within the queue's
+        ``dedup_window`` collapses into the original. Periodic schedules send each
+        occurrence so (their compare-and-set decides; the dedup covers a task queue on
+        another database than the schedule's, whose send commits on its own)."""
+        return self._enqueue(task, args, kwargs, message_id=message_id)
 
     def message(self, task: Task, args: Any, kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         """The signed envelope of a call of ``task`` and the keywords of its send: what
@@ -221,20 +279,41 @@ class MQLiteBackend(BaseTaskBackend):  # type: ignore[misc,unused-ignore]
         }
         return body, options
 
-    def _enqueue(self, task: Task, args: Any, kwargs: Any, *, message_id: str | None) -> TaskResult:
+    def _enqueue(
+        self,
+        task: Task,
+        args: Any,
+        kwargs: Any,
+        *,
+        message_id: str | None,
+        unique: dict[str, Any] | None = None,
+    ) -> TaskResult:
+        from . import unique as unique_tasks
+
         body, options = self.message(task, args, kwargs)
+        if unique is None:
+            unique = unique_tasks.send_options(task, args, kwargs)
         # Inside ``with mq.batch(...)``, the task joins the batch (its database checked
         # before anything is sent).
         open_batch = current_batch()
         using = self.database_for(task.queue_name)
         if open_batch is not None:
             open_batch.check(task.queue_name, using)
-        seq, enqueued_ms = self._send(task.queue_name, body, message_id=message_id, **options)
+        seq, enqueued_ms, inserted = self._send(
+            task.queue_name, body, message_id=message_id, **options, **unique
+        )
         if open_batch is not None:
             open_batch.join_sent([seq])
+        result_id = self._result_id(task.queue_name, seq)
+        skipped = not inserted and unique.get("on_conflict") in (None, "skip")
+        if unique and skipped:
+            # The key's holder: its own call, status and attempts (it may be running).
+            held = load_result(self, result_id)
+            if held is not None:
+                return held
         result: TaskResult[Any, Any] = MQLiteTaskResult(
             task=task,
-            id=self._result_id(task.queue_name, seq),
+            id=result_id,
             status=TaskResultStatus.READY,
             enqueued_at=clock.from_ms(enqueued_ms),  # what the row stores
             started_at=None,
@@ -246,7 +325,8 @@ class MQLiteBackend(BaseTaskBackend):  # type: ignore[misc,unused-ignore]
             errors=[],
             worker_ids=[],
         )
-        task_enqueued.send(type(self), task_result=result)
+        if not (unique and skipped):  # a skipped enqueue enqueued nothing
+            task_enqueued.send(type(self), task_result=result)
         return result
 
     def database_for(self, queue: str) -> str | None:
@@ -259,9 +339,10 @@ class MQLiteBackend(BaseTaskBackend):  # type: ignore[misc,unused-ignore]
         alias = databases.alias_of(self.database_for(queue))
         return str(seq) if alias == databases.alias_of(self.database) else f"{seq}@{alias}"
 
-    def _send(self, queue: str, body: Any, **options: Any) -> tuple[int, int]:
-        """(seq, stored enqueue time in ms), creating the queue on first use."""
-        from ..engine.send import send_stamped as send
+    def _send(self, queue: str, body: Any, **options: Any) -> tuple[int, int, bool]:
+        """(seq, stored enqueue time in ms, whether a row was inserted: ``send_reported``),
+        creating the queue on first use."""
+        from ..engine.send import send_reported as send
 
         using = self.database_for(queue)
         try:

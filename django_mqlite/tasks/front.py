@@ -15,7 +15,9 @@ is written:
 - the arguments are JSON, the priority one Django accepts;
 - the envelope is then signed (``signing``) for this queue, with the task's own timeout
   (a ``timeout`` property of the sender is replaced) and the message's priority, and
-  the message's subject marks it as a task (``get_result`` finds it by its seq).
+  the message's subject marks it as a task (``get_result`` finds it by its seq);
+- a task declared with a unique key (``tasks.unique``) gets it, computed from the
+  call's arguments, unless the sender gave a ``unique_key`` of its own.
 
 Every remote send path calls :func:`remote_message` for every message; to any other
 queue it returns the message unchanged. Redrives, forwards and moves into a task queue
@@ -84,6 +86,7 @@ def _task_message(queue: str, out: OutMessage) -> OutMessage:
     from .envelope import resolve
     from .results import SUBJECT_PREFIX
     from .signing import seal
+    from .unique import send_options
 
     call = _call(out.body)
     path = call["task"]
@@ -98,12 +101,20 @@ def _task_message(queue: str, out: OutMessage) -> OutMessage:
     backend = task_backends[alias] if alias in task_backends.settings else None
     if not isinstance(backend, MQLiteBackend) or queue not in backend.queues:
         raise InvalidArgumentError(f"Tasks backend {alias[:100]!r} does not serve {queue!r}")
+    unique: dict[str, Any] = {}
     try:
         task = dataclasses.replace(task, priority=out.priority, backend=alias)
         backend.validate_task(task)
         body = envelope(task, call.get("args", []), call.get("kwargs", {}), alias)
     except (InvalidTaskError, TypeError, ValueError) as exc:
         raise InvalidArgumentError(f"task {path[:200]!r}: {exc}"[:500]) from None
+    if out.unique_key is None:  # the task's own key, unless the sender gave one
+        try:
+            unique = send_options(task, call.get("args", []), call.get("kwargs", {}))
+        except Exception as exc:  # the project's key function, on a remote call's arguments
+            raise InvalidArgumentError(
+                f"task {path[:200]!r}: its unique_key function failed: {exc!r}"[:500]
+            ) from None
     _, _, timeout = backend.policy(task)
     properties = {k: v for k, v in (out.properties or {}).items() if k != "timeout"}
     if timeout is not None:
@@ -115,4 +126,5 @@ def _task_message(queue: str, out: OutMessage) -> OutMessage:
         content_type="application/json",
         properties=properties or None,
         subject=f"{SUBJECT_PREFIX}{task.module_path}"[:256],  # what get_result looks for
+        **unique,
     )

@@ -201,7 +201,7 @@ class Ticker:
         task = import_string(schedule.task)
         backend = task.get_backend()
         if isinstance(backend, MQLiteBackend):
-            backend.enqueue_once(task, schedule.args, schedule.kwargs, key)
+            backend.enqueue_deduplicated(task, schedule.args, schedule.kwargs, message_id=key)
         else:
             task.enqueue(*schedule.args, **schedule.kwargs)
 

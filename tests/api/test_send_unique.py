@@ -58,3 +58,26 @@ def test_replacing_a_locked_holder_is_409(api: Any, q: str) -> None:
     r = api.post(path, {"body": 2, "unique_key": "k", "on_conflict": "replace"}, format="json")
     error(r, 409, "already_exists")
     assert mq.peek(q)[0].body == b"1"
+
+
+def test_a_pending_key_on_the_wire(api: Any, q: str) -> None:
+    path = url(f"queues/{q}/messages/")
+    send = {"body": 1, "unique_key": "k", "unique_while": "pending"}
+    first = api.post(path, send, format="json").json()["seq"]
+    assert api.post(path, send, format="json").json()["seq"] == first
+    (_running,) = mq.receive(q)
+    second = api.post(path, send, format="json")
+    assert second.status_code == 201 and second.json()["seq"] != first
+    many = api.post(path, {"messages": [send, {**send, "body": 2}]}, format="json")
+    assert many.json()["seqs"] == [second.json()["seq"]] * 2
+
+
+def test_a_bad_window_is_400_and_writes_nothing(api: Any, q: str) -> None:
+    path = url(f"queues/{q}/messages/")
+    for body in (
+        {"body": 1, "unique_key": "k", "unique_while": "running"},
+        {"body": 1, "unique_while": "pending"},
+        {"messages": [{"body": 1}, {"body": 2, "unique_key": "k", "unique_while": 3}]},
+    ):
+        error(api.post(path, body, format="json"), 400, "invalid_argument")
+    assert mq.peek(q, limit=10) == []

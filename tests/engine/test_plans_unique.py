@@ -56,3 +56,21 @@ def test_replacing_a_held_key_seeks_the_unique_index(keyed: None, policy: str) -
         lambda: mq.send("keyed", b"newer", unique_key="k0", on_conflict=policy),
         "mqlite_msg_unique",
     )
+
+
+def test_a_pending_key_is_found_by_its_own_index(keyed: None) -> None:
+    """The pending window's index arbitrates the insert and finds the waiting holder."""
+    held = mq.send("keyed", b"p", unique_key="k0", unique_while="pending")
+    assert mq.send("keyed", b"again", unique_key="k0", unique_while="pending") == held
+    assert_seeks(
+        lambda: mq.send("keyed", b"again", unique_key="k0", unique_while="pending"),
+        "mqlite_msg_pending",
+    )
+    statements = list(
+        message_statements(
+            lambda: mq.send("keyed", b"new", unique_key="free", unique_while="pending")
+        )
+    )
+    (insert,) = statements
+    if connection.vendor == "postgresql":
+        assert "Conflict Arbiter Indexes: mqlite_msg_pending" in explain(insert)

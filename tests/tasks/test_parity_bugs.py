@@ -53,13 +53,13 @@ def test_enqueue_returns_what_get_result_reads() -> None:
     assert result.enqueued_at == before
 
 
-def test_a_deduplicated_enqueue_reports_the_original_enqueue_time(
+def test_a_skipped_unique_enqueue_reports_the_original_enqueue_time(
     clock: mq.clock.FrozenClock,
 ) -> None:
     backend = tasks.add.get_backend()
-    first = backend.enqueue_once(tasks.add, [1, 2], {}, key="once-a")
+    first = tasks.add.using(unique_key="once-a").enqueue(1, 2)
     clock.advance(5)
-    again = backend.enqueue_once(tasks.add, [1, 2], {}, key="once-a")
+    again = tasks.add.using(unique_key="once-a").enqueue(1, 2)
     assert again.id == first.id
     assert again.enqueued_at == first.enqueued_at == backend.get_result(first.id).enqueued_at
 

@@ -81,6 +81,12 @@ class Command(BaseCommand):
         p.add_argument("--priority", type=int)
         p.add_argument("--delay", type=float, help="seconds before it becomes visible")
         p.add_argument("--ttl", type=float, help="seconds it may wait before expiring")
+        # Values are the engine's to judge (admission): a bad one is its error, not argparse's.
+        p.add_argument("--unique-key", help="at most one live (or pending) message per key")
+        p.add_argument(
+            "--on-conflict", help="when the key is held: skip (default), replace, debounce"
+        )
+        p.add_argument("--unique-while", help="live (default) or pending")
 
         p = add("redrive", "move dead letters back to active (in place or to another queue)")
         p.add_argument("queue")

@@ -133,6 +133,18 @@ def snoozes(context: Any, key: str, times: int, seconds: float = 0) -> int:
     return int(context.attempt)
 
 
+@task(queue_name="tasks", unique_key=lambda report_id, **_: f"report-{report_id}")
+def refresh_report(report_id: int, rev: int = 0) -> int:
+    """A unique task: one live refresh per report (its key from the arguments)."""
+    return rev
+
+
+@task(queue_name="tasks", unique_key="rebuild-index", on_conflict="replace")
+def rebuild_index(note: str) -> str:
+    """A unique task with a fixed key that a later enqueue replaces while it waits."""
+    return note
+
+
 #: Set by the task-control tasks below once they run (in-process runs).
 CONTROL_STARTED = __import__("threading").Event()
 
