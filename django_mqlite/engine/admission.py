@@ -80,6 +80,12 @@ def admit(msg: OutMessage, now: int) -> Row:
     priority = arguments.check_int(msg.priority, "priority", *arguments.PRIORITY_RANGE)
     visible_at = _visible_at(msg, now)
     ttl_ms = arguments.optional_duration_ms(msg.ttl, "ttl") if msg.ttl is not None else None
+    if msg.unique_while == "pending" and getattr(msg, "depends_on", None) is not None:
+        # A waiting message is outside the pending keys' index: its release could make
+        # a second pending holder of the key. Refused until the index takes 'waiting'.
+        raise InvalidArgumentError(
+            "unique_while='pending' cannot be combined with depends_on (use 'live')"
+        )
     return Row(
         body=data,
         content_type=content_type,

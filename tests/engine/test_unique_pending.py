@@ -145,3 +145,15 @@ def test_bad_windows_are_refused_with_nothing_written(options: dict[str, str], s
     with pytest.raises(mq.InvalidArgumentError, match=says):
         mq.send_batch("jobs", [mq.OutMessage("ok"), mq.OutMessage("b", **options)])
     assert mq.peek("jobs") == []
+
+
+def test_a_pending_key_on_a_message_with_dependencies_is_refused() -> None:
+    """A message waiting on dependencies is outside the pending keys' index, so its
+    release could make a second pending holder: the combination is refused, nothing
+    written."""
+    first = mq.send("jobs", "dep")
+    before = [m.seq for m in mq.peek("jobs")]
+    with pytest.raises(mq.InvalidArgumentError, match="depends_on"):
+        send(depends_on=[first])
+    assert [m.seq for m in mq.peek("jobs")] == before
+    assert mq.send("jobs", "ok", unique_key="k", depends_on=[first]) > first  # 'live' is fine
