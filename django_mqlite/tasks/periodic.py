@@ -211,4 +211,10 @@ def ticker_loop(*, using: str | None = None) -> Any:
     from ..worker.background import Loop
 
     ticker = Ticker(using=using)
-    return Loop("mqlite-periodic", TICK_INTERVAL_S, ticker.tick)
+
+    def tick() -> None:
+        # Returns None: a Loop step that returns a number waits that many seconds, and
+        # the count of occurrences enqueued (0 mostly) would make the thread spin.
+        ticker.tick()
+
+    return Loop("mqlite-periodic", TICK_INTERVAL_S, tick)

@@ -129,3 +129,27 @@ def test_a_message_schedule_cannot_target_a_tasks_queue() -> None:
             schedules()
         (error,) = check_periodic()
         assert error.id == "django_mqlite.E004"
+
+
+def test_the_ticker_thread_waits_between_ticks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``Ticker.tick`` returns how many occurrences it enqueued (0 mostly); the worker's
+    thread must not read that as seconds to wait (it would tick without pause)."""
+    import time
+
+    from django_mqlite.tasks import periodic
+
+    calls: list[float] = []
+
+    def tick(self: Any) -> int:
+        calls.append(time.monotonic())
+        return 0
+
+    monkeypatch.setattr(periodic.Ticker, "tick", tick)
+    loop = periodic.ticker_loop()
+    loop.start()
+    try:
+        time.sleep(0.5)
+    finally:
+        loop.request_stop()
+        loop.join(5)
+    assert 1 <= len(calls) <= 2, len(calls)  # one tick a second, not thousands
