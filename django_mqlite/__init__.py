@@ -60,9 +60,11 @@ from .engine.topics import (
 )
 from .engine.types import (
     BatchInfo,
+    BatchRef,
     BatchState,
     Callback,
     Completion,
+    MessageRef,
     Mode,
     Ordering,
     OutMessage,
@@ -103,6 +105,7 @@ __all__ = [
     "Batch",
     "BatchInfo",
     "BatchNotFoundError",
+    "BatchRef",
     "BatchState",
     "Callback",
     "Cancelled",
@@ -117,6 +120,7 @@ __all__ = [
     "MessageFinishedError",
     "MessageGoneError",
     "MessageNotFoundError",
+    "MessageRef",
     "MessageTooLargeError",
     "Mode",
     "Ordering",

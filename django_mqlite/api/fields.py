@@ -13,6 +13,8 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.fields import SkipField
 
+import django_mqlite as mq
+
 
 class StrictIntegerField(serializers.IntegerField):
     def to_internal_value(self, data: Any) -> int:
@@ -66,6 +68,66 @@ class PropertiesField(serializers.Field):
 
     def to_representation(self, value: Any) -> Any:
         return value
+
+
+_SEQ = {"type": "integer", "minimum": 1}
+
+
+@extend_schema_field(
+    {
+        "type": "array",
+        "items": {
+            "oneOf": [
+                _SEQ,
+                {
+                    "type": "object",
+                    "properties": {"queue": {"type": "string"}, "seq": _SEQ},
+                    "required": ["queue", "seq"],
+                    "additionalProperties": False,
+                },
+                {
+                    "type": "object",
+                    "properties": {"batch": _SEQ},
+                    "required": ["batch"],
+                    "additionalProperties": False,
+                },
+            ]
+        },
+    }
+)
+class DependsOnField(serializers.Field):
+    """``depends_on``: a list whose items are seqs (on the queue's database),
+    ``{"queue": name, "seq": n}`` objects and ``{"batch": id}`` objects, translated to
+    the Python API's references; what they may name is the engine's rule
+    (``engine/dependencies.py``), decided at the send."""
+
+    def to_internal_value(self, data: Any) -> list[Any]:
+        if not isinstance(data, list):
+            raise serializers.ValidationError("must be a list")
+        out: list[Any] = []
+        for item in data:
+            if _is_int(item):
+                out.append(item)
+            elif isinstance(item, dict) and set(item) == {"queue", "seq"}:
+                if not isinstance(item["queue"], str) or not _is_int(item["seq"]):
+                    raise serializers.ValidationError(
+                        '{"queue": ..., "seq": ...} takes a queue name and an integer'
+                    )
+                out.append((item["queue"], item["seq"]))
+            elif isinstance(item, dict) and set(item) == {"batch"} and _is_int(item["batch"]):
+                out.append(mq.BatchRef(item["batch"]))
+            else:
+                raise serializers.ValidationError(
+                    'each item is a seq, {"queue": name, "seq": n} or {"batch": id}'
+                )
+        return out
+
+    def to_representation(self, value: Any) -> Any:
+        return value
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 @extend_schema_field(OpenApiTypes.ANY)

@@ -13,6 +13,7 @@ from ..conf import current
 from .fields import (
     AnyJSONField,
     Base64Field,
+    DependsOnField,
     PropertiesField,
     StrictBooleanField,
     StrictCharField,
@@ -149,6 +150,11 @@ class OutMessageSerializer(StrictSerializer):
     unique_key = text(MAX_UNIQUE_KEY, required=False, allow_null=True)
     on_conflict = serializers.ChoiceField(choices=ON_CONFLICT, required=False, allow_null=True)
     unique_while = serializers.ChoiceField(choices=UNIQUE_WHILE, required=False, allow_null=True)
+    depends_on = DependsOnField(
+        required=False,
+        allow_null=True,
+        help_text='waits until these complete: seqs, {"queue": name, "seq": n}, {"batch": id}',
+    )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if ("body" in attrs) == ("body_base64" in attrs):

@@ -315,3 +315,23 @@ class BatchInfo:
     finished_at: dt.datetime | None
     callbacks: dict[str, int]
     callback_error: str | None
+
+
+@dataclass(frozen=True)
+class BatchRef:
+    """A batch named by its id, for ``depends_on`` where the ``mq.batch`` object is not
+    at hand (an HTTP request, another process). ``using``: the database it lives on
+    (None: the dependent message's)."""
+
+    id: int
+    using: str | None = None
+
+
+@dataclass(frozen=True)
+class MessageRef:
+    """A message named by its seq on database ``using`` (None: the dependent
+    message's), for ``depends_on``: how a Django task's result id, which says its
+    database, names the task."""
+
+    seq: int
+    using: str | None = None

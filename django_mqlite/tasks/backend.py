@@ -39,8 +39,10 @@ from .compat import (
     TaskResultDoesNotExist,
     TaskResultStatus,
     normalize_json,
+    task_backends,
     task_enqueued,
 )
+from .dependencies import references
 from .results import (
     SUBJECT_PREFIX,
     MQLiteTaskResult,
@@ -86,6 +88,10 @@ class MQLiteTask(Task):  # type: ignore[misc,unused-ignore]
     #: How long a task holds its key: ``"live"`` (default: until it has finished) or
     #: ``"pending"`` (until a worker starts it), as ``mq.send``'s ``unique_while``.
     unique_while: str | None = None
+    #: What the calls made through this copy wait for (``tasks.dependencies``): task
+    #: results, result ids, and what ``mq.send``'s ``depends_on`` takes. Given per
+    #: call, through ``task.using(depends_on=[...])``.
+    depends_on: tuple[Any, ...] | None = None
 
     def using(
         self,
@@ -93,11 +99,13 @@ class MQLiteTask(Task):  # type: ignore[misc,unused-ignore]
         unique_key: UniqueKey | None = None,
         on_conflict: str | None = None,
         unique_while: str | None = None,
+        depends_on: Any = None,
         **changes: Any,
     ) -> MQLiteTask:
         """Django's ``using()`` (priority, queue_name, run_after, backend), and the
-        task's unique key, conflict policy and key window for the calls made through
-        the copy."""
+        task's unique key, conflict policy and key window, and what it waits for
+        (``depends_on``: a list of task results, result ids, seqs or batches), for the
+        calls made through the copy."""
         # Not super(): a slotted dataclass is a new class, which zero-argument super()
         # does not know.
         task: MQLiteTask = Task.using(self, **changes)  # type: ignore[assignment]
@@ -110,7 +118,22 @@ class MQLiteTask(Task):  # type: ignore[misc,unused-ignore]
             )
             if value is not None
         }
+        if depends_on is not None:
+            if not isinstance(depends_on, list | tuple):
+                raise InvalidTaskError(
+                    "depends_on must be a list of task results, result ids, seqs or batches"
+                )
+            extra["depends_on"] = tuple(depends_on)
         return dataclasses.replace(task, **extra) if extra else task
+
+
+def _database_of(alias: str) -> str | bool | None:
+    """The database of the task queues of Tasks backend ``alias``; False when it is not
+    a django-mqlite backend (``tasks.dependencies``)."""
+    if alias not in task_backends.settings:
+        return False
+    backend = task_backends[alias]
+    return backend.database if isinstance(backend, MQLiteBackend) else False
 
 
 def _check_positive(value: object, what: str, *, allow_zero: bool = False) -> None:
@@ -277,6 +300,9 @@ class MQLiteBackend(BaseTaskBackend):  # type: ignore[misc,unused-ignore]
             "scheduled_at": run_after,
             "properties": {"timeout": timeout} if timeout is not None else None,
         }
+        depends_on = getattr(task, "depends_on", None)
+        if depends_on is not None:  # the engine decides what a callback or a step takes
+            options["depends_on"] = references(list(depends_on), self.alias, _database_of)
         return body, options
 
     def _enqueue(
