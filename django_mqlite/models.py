@@ -248,10 +248,26 @@ class Batch(models.Model):
     # 1 once a message depends on this node (``mqlite_dependency``): its end releases
     # or fails them.
     awaited = models.SmallIntegerField(default=0, db_default=0)
+    # The node of a child of an ``mq.batch`` that something depends on: the batch its
+    # end is counted in when the node finishes (``engine/tally.py``).
+    parent_id = models.BigIntegerField(null=True, blank=True)
 
     class Meta:
         db_table = "mqlite_batch"
         verbose_name_plural = "batches"
+        indexes = [
+            models.Index(
+                fields=["parent_id"],
+                name="mqlite_batch_parent",
+                condition=Q(parent_id__isnull=False),
+            ),
+            # Finished batch retention (``engine/maintenance.py``) seeks the oldest.
+            models.Index(
+                fields=["finished_at"],
+                name="mqlite_batch_finished",
+                condition=Q(finished_at__isnull=False),
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"batch {self.id}"

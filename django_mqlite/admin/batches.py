@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
-from django.db.models import Count, F, QuerySet
+from django.db.models import Count, F, Q, QuerySet
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -125,7 +125,7 @@ class BatchAdmin(OnQueueDatabase, ReadOnlyAdmin):
         """The children by state, each a link to the Messages page filtered to them."""
         rows = (
             Message.objects.using(obj._state.db)
-            .filter(batch_id=obj.id)
+            .filter(_children_of([obj.id]))
             .values("state")
             .annotate(n=Count("seq"))
             .order_by("state")
@@ -197,7 +197,7 @@ class BatchAdmin(OnQueueDatabase, ReadOnlyAdmin):
         queues (their batches re-open), after a confirmation page."""
         _require(request, REDRIVE_PERMISSION)
         dead = Message.objects.using(queryset.db).filter(
-            batch_id__in=list(queryset.values_list("id", flat=True)),
+            _children_of(list(queryset.values_list("id", flat=True))),
             state=State.DEAD_LETTERED.value,
         )
         if request.POST.get("post"):
@@ -222,3 +222,10 @@ class BatchAdmin(OnQueueDatabase, ReadOnlyAdmin):
 
 
 admin.site.register(Batch, BatchAdmin)
+
+
+def _children_of(ids: list[int]) -> Q:
+    """The children of these batches: their own, and those behind a node of theirs (a
+    child something depends on, ``engine/nodes.py``)."""
+    behind = Batch.objects.filter(parent_id__in=ids).values("id")
+    return Q(batch_id__in=ids) | Q(batch_id__in=behind)

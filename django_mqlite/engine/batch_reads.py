@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..exceptions import BatchNotFoundError, InvalidArgumentError
-from . import arguments, databases, tally
+from . import arguments, databases, nodes, tally
 from .clock import from_ms
 from .dialects import Dialect
 from .types import BatchInfo, BatchState
@@ -74,8 +74,8 @@ def batch_results(batch_id: int, *, using: str | None = None) -> dict[int, Any]:
     arguments.check_seq(batch_id)
     cursor, dialect = databases.ctx(databases.alias_of(using))
     cursor.execute(
-        "SELECT seq, result FROM mqlite_message WHERE batch_id = %s AND state = 'completed' "
-        "ORDER BY seq",
-        [batch_id],
+        f"SELECT seq, result FROM mqlite_message WHERE {nodes.CHILDREN_SQL} "
+        "AND state = 'completed' ORDER BY seq",
+        [batch_id, batch_id],
     )
     return {seq: dialect.load_json(result) for seq, result in cursor.fetchall()}

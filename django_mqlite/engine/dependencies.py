@@ -13,11 +13,11 @@ purged, dropped by TTL). Rule, for a message sent with ``depends_on``:
   awaited) and read: one that already succeeded (a completed message kept with its
   result, a finished batch with every child completed) counts as done; one still
   running gets an edge in ``mqlite_dependency``; one that already failed, or a seq that
-  is not there (never sent, or completed and not kept), a message inside a batch made
-  with ``mq.batch`` (depend on its batch), or a queue or batch on another database, is
-  a typed error, with nothing written. The message is stored ``waiting`` with
-  ``waiting_on`` = the number of edges (or as it would be without them when there are
-  none);
+  is not there (never sent, or completed and not kept), or a queue or batch on another
+  database, is a typed error, with nothing written. A child of an ``mq.batch`` gets a
+  node within its batch (``nodes``: the batch counts the node as it did the child).
+  The message is stored ``waiting`` with ``waiting_on`` = the number of edges (or as it
+  would be without them when there are none);
 - the settlement that finishes a node deletes its edges (``DELETE … RETURNING``: one
   settler gets them, once) in its own transaction and, when the node succeeded, takes
   one off each waiting message's ``waiting_on`` in one guarded ``UPDATE`` that makes it
@@ -45,6 +45,7 @@ from django.db.backends.utils import CursorWrapper
 from ..exceptions import CrossDatabaseError, InvalidArgumentError
 from . import arguments, batches, databases, nodes
 from .dialects import Dialect
+from .types import BatchRef, MessageRef
 
 #: The reason of a message dead-lettered because a dependency failed.
 REASON = "DependencyFailed"
@@ -59,8 +60,9 @@ class Waiting:
 
 def check(depends_on: Any) -> list[Any]:
     """``depends_on`` as a list of references, shape checked before anything is read:
-    a seq (an int, on the sender's database), a ``(queue, seq)`` pair, or an object
-    with ``id`` and ``alias`` (an ``mq.Batch``)."""
+    a seq (an int, on the sender's database), a ``(queue, seq)`` pair, an
+    ``mq.MessageRef``, an ``mq.BatchRef`` or an object with ``id`` and ``alias`` (an
+    ``mq.Batch``)."""
     if not isinstance(depends_on, list | tuple):
         raise InvalidArgumentError(
             "depends_on must be a list of seqs, (queue, seq) pairs or batches"
@@ -74,6 +76,11 @@ def check(depends_on: Any) -> list[Any]:
         if isinstance(ref, tuple) and len(ref) == 2:
             arguments.check_queue_name(ref[0])
             out.append((ref[0], arguments.check_seq(ref[1])))
+        elif isinstance(ref, MessageRef | BatchRef):
+            arguments.check_seq(ref.seq if isinstance(ref, MessageRef) else ref.id)
+            if ref.using is not None and not isinstance(ref.using, str):
+                raise InvalidArgumentError("depends_on: a reference's using must be an alias")
+            out.append(ref)
         elif hasattr(ref, "id") and hasattr(ref, "alias"):
             out.append(ref)
         else:
@@ -98,6 +105,14 @@ def resolve(cursor: CursorWrapper, dialect: Dialect, alias: str, refs: list[Any]
                     f"lives on {alias!r}"
                 )
             seqs[seq] = queue
+        elif isinstance(ref, MessageRef):
+            _same_database(f"message {ref.seq}", ref.using, alias)
+            seqs.setdefault(ref.seq, None)
+        elif isinstance(ref, BatchRef):
+            _same_database(f"batch {ref.id}", ref.using, alias)
+            if nodes.is_own(cursor, ref.id):  # a message's node: name the message
+                raise InvalidArgumentError(f"depends_on: batch {ref.id} does not exist")
+            node_ids.add(ref.id)
         else:
             if ref.alias != alias:
                 raise CrossDatabaseError(
@@ -108,6 +123,14 @@ def resolve(cursor: CursorWrapper, dialect: Dialect, alias: str, refs: list[Any]
     if seqs:
         node_ids |= _message_nodes(cursor, dialect, seqs)
     return Waiting(tuple(sorted(n for n in node_ids if _awaits(cursor, n))))
+
+
+def _same_database(what: str, using: str | None, alias: str) -> None:
+    there = alias if using is None else databases.alias_of(using)
+    if there != alias:
+        raise CrossDatabaseError(
+            f"{what} lives on database {there!r}; the dependent message lives on {alias!r}"
+        )
 
 
 def _message_nodes(
@@ -144,11 +167,8 @@ def _message_nodes(
             )
         if batch_id is None:
             out.add(nodes.make(cursor, dialect, seq))
-        elif not nodes.is_own(cursor, batch_id):
-            raise InvalidArgumentError(
-                f"depends_on: message {seq} is a child of batch {batch_id}: depend on the "
-                "batch; nothing was written"
-            )
+        elif not nodes.is_own(cursor, batch_id):  # a child of an mq.batch: a node within
+            out.add(nodes.make(cursor, dialect, seq, parent=int(batch_id)))
         else:
             out.add(int(batch_id))
     return out

@@ -38,6 +38,13 @@ dead-lettered (``dependencies``). Dead-lettering them ends them, so ``count`` ru
 for their own nodes (a failure goes down a chain of dependents within the one
 transaction).
 
+A node within an ``mq.batch`` (``parent_id``: a child something depends on, ``nodes``)
+counts in that batch, in the same transaction, when it finishes (as its message would
+have: completed, failed or cancelled), and a reopen of the node (its dead message
+redriven) reopens the batch. Settling children of several batches locks them, and the
+batches their nodes count in, in id order first; a single count locks its node, then
+the node's batch, as every path does (a message's row, then its node, then the batch).
+
 Each callback is enqueued at most once in a batch's life. After a redrive re-opens a
 finished batch, a callback that already fired does not fire again; one that had not
 (``on_success`` of a batch that failed, once the redriven children complete) fires when
@@ -93,6 +100,8 @@ class BatchRow:
     seq: int | None
     steps: Any
     awaited: int
+    #: The node of a child of an ``mq.batch`` (``nodes``): that batch.
+    parent_id: int | None
 
     @property
     def pending(self) -> int:
@@ -141,19 +150,36 @@ def count(
         return
     ids = sorted(per)
     if len(ids) > 1 and dialect.concurrent_writers:
-        # Two settlements that each end children of the same two batches must lock
-        # those rows in one order, or each could wait for the other.
-        cursor.execute(
-            f"SELECT id FROM mqlite_batch WHERE id IN ({batches.placeholders(len(ids))}) "
-            f"ORDER BY id {dialect.row_lock_sql(exclusive=True)}",
-            ids,
-        )
-        cursor.fetchall()
+        _lock(cursor, dialect, ids)
     params: list[Any] = []
     for batch_id in ids:
         params += [batch_id, *per[batch_id]]
     cursor.execute(COUNT.format(values=", ".join(["(%s, %s, %s, %s)"] * len(ids))), params)
-    finish_all(cursor, dialect, [BatchRow(*r) for r in cursor.fetchall()], results)
+    rows = [BatchRow(*r) for r in cursor.fetchall()]
+    finish_all(cursor, dialect, rows, results)
+    # A node reopened (its dead child redriven) had counted as failed in its batch.
+    reopened = [(r.parent_id, REOPENED) for r in rows if r.parent_id and per[r.id][1] < 0]
+    if reopened:
+        count(cursor, dialect, reopened)
+
+
+def _lock(cursor: CursorWrapper, dialect: Dialect, ids: list[int]) -> None:
+    """Lock these batches, and the batches their nodes count in, in id order: two
+    settlements that each end children of the same two batches must lock those rows in
+    one order, or each could wait for the other. A node's ``parent_id`` never changes,
+    so it is read before the lock."""
+    marks = batches.placeholders(len(ids))
+    cursor.execute(
+        f"SELECT parent_id FROM mqlite_batch WHERE id IN ({marks}) AND parent_id IS NOT NULL",
+        ids,
+    )
+    every = sorted(set(ids) | {r[0] for r in cursor.fetchall()})
+    cursor.execute(
+        f"SELECT id FROM mqlite_batch WHERE id IN ({batches.placeholders(len(every))}) "
+        f"ORDER BY id {dialect.row_lock_sql(exclusive=True)}",
+        every,
+    )
+    cursor.fetchall()
 
 
 def finish_all(
@@ -168,6 +194,17 @@ def finish_all(
     awaited = [r for r in ended if r.awaited]
     if awaited:
         _dependents(cursor, dialect, awaited)
+    # A node within an mq.batch counts in it as its message would have (``nodes``).
+    within = [(r.parent_id, _outcome(r)) for r in ended if r.parent_id]
+    if within:
+        count(cursor, dialect, within)
+
+
+def _outcome(row: BatchRow) -> str:
+    """How a finished node counts in the batch it sits in."""
+    if row.completed == row.total:
+        return COMPLETED
+    return FAILED if row.failed else CANCELLED
 
 
 def finish(cursor: CursorWrapper, dialect: Dialect, row: BatchRow, result: Any = None) -> bool:
@@ -223,7 +260,7 @@ def finish(cursor: CursorWrapper, dialect: Dialect, row: BatchRow, result: Any =
 #: A batch whose every number is as wide as its column allows: the summary with which a
 #: callback's message is checked when the batch is made (``check_callback``).
 _WIDE = 2**31 - 1
-_WIDEST = BatchRow(2**63 - 1, 1, _WIDE, _WIDE, _WIDE, _WIDE, 7, None, None, None, None, 0)
+_WIDEST = BatchRow(2**63 - 1, 1, _WIDE, _WIDE, _WIDE, _WIDE, 7, None, None, None, None, 0, None)
 
 
 def check_callback(spec: dict[str, Any], name: str, queue: QueueRow, now: int) -> None:

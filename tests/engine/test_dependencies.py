@@ -187,17 +187,15 @@ def test_bad_dependencies_are_refused_with_nothing_written(qs: Any, bad: Any) ->
     assert message_rows() == before
 
 
-def test_a_dead_dependency_or_a_batch_child_is_refused(qs: Any) -> None:
+def test_a_dead_dependency_or_a_failed_batch_is_refused(qs: Any) -> None:
     a = mq.send("up", "a")
     (m,) = mq.receive("up")
     m.reject("Bad")
     with mq.batch() as b:
-        child = b.send("up", "x")
+        b.send("up", "x")
     before = message_rows()
     with pytest.raises(mq.InvalidArgumentError, match="dead-lettered"):
         mq.send("down", "d", depends_on=[a])
-    with pytest.raises(mq.InvalidArgumentError, match="depend on the batch"):
-        mq.send("down", "d", depends_on=[child])
     (m,) = mq.receive("up")
     m.reject("Bad")
     with pytest.raises(mq.InvalidArgumentError, match="already failed"):
@@ -253,3 +251,40 @@ def test_a_batch_or_message_node_that_already_succeeded_is_a_dependency_met(qs: 
     assert state("down", first) == "active"
     d = mq.send("down", "d", depends_on=[b])
     assert state("down", d) == "active"
+
+
+def test_references_by_id_name_a_batch_or_a_message_on_a_database(qs: Any) -> None:
+    """``mq.BatchRef`` and ``mq.MessageRef``: what a surface without the objects at hand
+    (HTTP, a task result id) names a dependency with."""
+    from tests.settings import SECOND
+
+    with mq.batch() as b:
+        b.send("up", "x")
+    a = mq.send("up", "a")
+    d = mq.send("down", "d", depends_on=[mq.BatchRef(b.id), mq.MessageRef(a, using="default")])
+    assert state("down", d) == "waiting"
+    for m in mq.receive("up", max_messages=2):
+        m.complete()
+    assert state("down", d) == "active"
+    before = message_rows()
+    with pytest.raises(mq.CrossDatabaseError):
+        mq.send("down", "e", depends_on=[mq.MessageRef(a, using=SECOND)])
+    with pytest.raises(mq.CrossDatabaseError):
+        mq.send("down", "e", depends_on=[mq.BatchRef(b.id, using=SECOND)])
+    with pytest.raises(mq.InvalidArgumentError, match="does not exist"):
+        mq.send("down", "e", depends_on=[mq.BatchRef(10**12)])
+    with pytest.raises(mq.InvalidArgumentError):
+        mq.send("down", "e", depends_on=[mq.BatchRef(0)])
+    with pytest.raises(mq.InvalidArgumentError):
+        mq.send("down", "e", depends_on=[mq.MessageRef(a, using=5)])  # type: ignore[arg-type]
+    assert message_rows() == before
+
+
+def test_a_batch_reference_never_names_a_messages_own_node(qs: Any) -> None:
+    a = mq.send("up", "a")
+    mq.send("down", "first", depends_on=[a])  # gives a its own node
+    with connection.cursor() as c:
+        c.execute("SELECT id FROM mqlite_batch WHERE seq = %s", [a])
+        (node,) = c.fetchone()
+    with pytest.raises(mq.InvalidArgumentError, match="does not exist"):
+        mq.send("down", "e", depends_on=[mq.BatchRef(node)])
