@@ -8,7 +8,11 @@ A scrape of a deep queue must stay cheap, so it reads:
 - the oldest active message's age: one index seek per queue;
 - lifetime totals from the counters table (a few rows per queue), not from messages;
 - topic counters (publishes per topic, copies per subscription) from theirs;
-- one row per worker that has not stopped: alive, busy, claimed, failed, clock skew.
+- one row per worker that has not stopped: alive, busy, claimed, failed, clock skew;
+- batches (those made with ``mq.batch``, not a message's own node) by state, their
+  children by outcome, callbacks fired and callback errors: one aggregate over the
+  batch table, which finished-batch retention (``MQLITE["BATCH_RETENTION"]``) bounds.
+  Nothing is written to keep them: they are read from the rows the settlements write.
 
 ``mq.stats()`` and ``manage.py mqlite stats`` give exact depths when they are needed.
 """
@@ -18,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from django.db.models import Sum
+from django.db.models import Count, F, Q, Sum
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -58,7 +62,7 @@ class QueueCollector(Collector):
         self.using = using or current().database
         #: Keeps the queue names the caller may see (the API's per-queue permissions).
         self.queues = queues
-        #: Whether to show the worker gauges (they span every queue).
+        #: Whether to show the worker and batch gauges (they span every queue).
         self.show_workers = workers
 
     def collect(self) -> Iterator[Metric]:
@@ -138,6 +142,7 @@ class QueueCollector(Collector):
         yield from self.topics(queues)
         if self.show_workers:
             yield from self.workers(now)
+            yield from self.batches()
 
     def topics(self, queues: dict[int, str]) -> Iterator[Metric]:
         """Publishes per topic and copies per subscription (``mq.topic_totals``): a
@@ -191,6 +196,63 @@ class QueueCollector(Collector):
             if w.clock_skew_ms is not None:
                 skew.add_metric(key, w.clock_skew_ms / 1000)
         yield from (alive, busy, claimed, failed, skew)
+
+    def batches(self) -> Iterator[Metric]:
+        """Batches made with ``mq.batch`` still kept (running, or finished and not yet
+        removed by retention): how many by state, their children by outcome, the
+        callbacks they fired, and those that recorded a callback error."""
+        from ..models import Batch
+
+        batches = GaugeMetricFamily("mqlite_batches", "Batches kept, by state.", labels=["state"])
+        children = GaugeMetricFamily(
+            "mqlite_batch_children",
+            "Children of the batches kept, by outcome (pending: not settled yet).",
+            labels=["batch_state", "outcome"],
+        )
+        fired = GaugeMetricFamily(
+            "mqlite_batch_callbacks_fired",
+            "Callbacks enqueued by the batches kept, by callback.",
+            labels=["callback"],
+        )
+        errors = GaugeMetricFamily(
+            "mqlite_batch_callback_errors",
+            "Batches kept with a callback that could not be enqueued.",
+        )
+        settled = F("completed") + F("failed") + F("cancelled")
+        sums = {
+            "n": Count("id"),
+            "total": Sum("total"),
+            "completed": Sum("completed"),
+            "failed": Sum("failed"),
+            "cancelled": Sum("cancelled"),
+            "errors": Count("id", filter=Q(callback_error__isnull=False)),
+            **{name: Sum(F("fired").bitand(bit)) for name, bit in _CALLBACK_BITS.items()},
+        }
+        rows = Batch.objects.using(self.using).filter(seq__isnull=True)
+        by_state = {
+            "open": rows.filter(sealed=0).aggregate(**sums),
+            "running": rows.filter(sealed=1, total__gt=settled).aggregate(**sums),
+            "finished": rows.filter(sealed=1, total=settled).aggregate(**sums),
+        }
+        n_errors = 0
+        n_fired = dict.fromkeys(_CALLBACK_BITS, 0)
+        for state, agg in by_state.items():
+            batches.add_metric([state], agg["n"])
+            done = {k: agg[k] or 0 for k in ("completed", "failed", "cancelled")}
+            children.add_metric([state, "pending"], (agg["total"] or 0) - sum(done.values()))
+            for outcome, n in done.items():
+                children.add_metric([state, outcome], n)
+            n_errors += agg["errors"]
+            for name, bit in _CALLBACK_BITS.items():
+                n_fired[name] += (agg[name] or 0) // bit
+        for name, n in n_fired.items():
+            fired.add_metric([name], n)
+        errors.add_metric([], n_errors)
+        yield from (batches, children, fired, errors)
+
+
+#: The callbacks and their bit in a batch row's ``fired`` (``engine/tally.py``).
+_CALLBACK_BITS = {"on_complete": 1, "on_success": 2, "on_failure": 4}
 
 
 def render(
