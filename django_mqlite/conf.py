@@ -53,6 +53,9 @@ DEFAULTS: dict[str, Any] = {
     "WORKER_RETENTION": 86400.0,
     # Seconds the per-minute history (``mq.history``) is kept; 0 turns sampling off.
     "HISTORY_RETENTION": 7 * 86400,
+    # Seconds a finished batch (``mq.batch``, and a message's own node) is kept after
+    # it finished, for ``mq.get_batch`` and the admin; None keeps them forever.
+    "BATCH_RETENTION": 7 * 86400,
     # Consumer retries: delay = min(CAP, BASE * 2 ** (attempt - 1)) seconds, half of it
     # fixed and half random jitter.
     "RETRY_BACKOFF_BASE": 1.0,
@@ -145,6 +148,8 @@ class Settings:
     max_clock_skew_s: float | None
     worker_retention_ms: int
     history_retention_ms: int
+    #: None: finished batches are kept forever.
+    batch_retention_ms: int | None
     retry_backoff_base_s: float
     retry_backoff_cap_s: float
     api_max_request_bytes: int
@@ -211,6 +216,7 @@ def build(raw: Mapping[str, Any]) -> Settings:
         max_clock_skew_s=None if skew is None else _number(raw, "MAX_CLOCK_SKEW"),
         worker_retention_ms=_ms(raw, "WORKER_RETENTION"),
         history_retention_ms=max(0, round(_number(raw, "HISTORY_RETENTION") * 1000)),
+        batch_retention_ms=_optional(raw, "BATCH_RETENTION", 1000),
         retry_backoff_base_s=_number(raw, "RETRY_BACKOFF_BASE"),
         retry_backoff_cap_s=_number(raw, "RETRY_BACKOFF_CAP"),
         api_max_request_bytes=int(_number(raw, "API_MAX_REQUEST_BYTES")),

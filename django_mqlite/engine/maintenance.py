@@ -27,6 +27,7 @@ from django.db import transaction
 from django.db.backends.utils import CursorWrapper
 
 from ..conf import current
+from . import batch_retention as retention
 from . import databases, events, history, lines, liveness, tally, totals
 from .clock import now_ms
 from .dead_letters import EXHAUSTED_REASON, Buried
@@ -393,6 +394,12 @@ def result_retention(alias: str) -> int:
     return _repeat(alias, step)
 
 
+def batch_retention(alias: str) -> int:
+    """Delete finished batches past ``BATCH_RETENTION`` that nothing references
+    (``batch_retention``)."""
+    return _repeat(alias, lambda cursor, dialect, now: retention.step(cursor, now, _chunk()))
+
+
 def reap(*, using: str | None = None, quiet: bool = False) -> dict[str, int]:
     """Run every maintenance pass once on ``using`` (default: on every queue database);
     returns counts by pass (summed over the databases). ``quiet``: the caller expects
@@ -417,6 +424,7 @@ def _steps() -> list[tuple[str, Callable[[str], int | dict[str, int]]]]:
         ("dlq_trimmed", dlq_retention),
         ("results_pruned", result_retention),
         ("workers_pruned", prune_workers),
+        ("batches_pruned", batch_retention),
         ("history_trimmed", _trim_history),
     ]
 
