@@ -44,6 +44,7 @@ from .engine.settle import (
     release,
     renew,
     renew_batch,
+    renew_lease,
     snooze,
 )
 from .engine.topics import (
@@ -187,6 +188,7 @@ __all__ = [
     "release",
     "renew",
     "renew_batch",
+    "renew_lease",
     "request_cancel",
     "resume_queue",
     "send",

@@ -302,6 +302,13 @@ class LockedUntilSerializer(serializers.Serializer):
     locked_until = serializers.DateTimeField()
 
 
+class RenewedSerializer(LockedUntilSerializer):
+    """A renewal's answer: the new lease, and whether a cancel of the message was
+    requested (read by the renewal's own statement, as a worker's renewal reads it)."""
+
+    cancel_requested = serializers.BooleanField()
+
+
 class ItemSerializer(StrictSerializer):
     seq = seq_field()
     lock_token = text(64)

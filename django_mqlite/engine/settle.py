@@ -593,13 +593,30 @@ def renew(
     using: str | None = None,
     lapsed: bool = False,
 ) -> dt.datetime:
-    """Extend a live lease (``renew_many`` of one); returns the new ``locked_until``."""
+    """Extend a live lease (``renew_lease``); returns the new ``locked_until``."""
+    got = renew_lease(
+        queue, seq, lock_token, lock_duration=lock_duration, using=using, lapsed=lapsed
+    )
+    assert got.locked_until is not None
+    return got.locked_until
+
+
+def renew_lease(
+    queue: str,
+    seq: int,
+    lock_token: str,
+    *,
+    lock_duration: float | dt.timedelta | None = None,
+    using: str | None = None,
+    lapsed: bool = False,
+) -> Settled:
+    """``renew_many`` of one, answered whole: the new ``locked_until`` and
+    ``cancel_requested``, both read from the renewal's own fenced statement (what a
+    worker sees; the HTTP renew route answers both). ``LockLostError`` when stale."""
     many = renew_many(
         queue, [(seq, lock_token)], lock_duration=lock_duration, using=using, lapsed=lapsed
     )
-    got = one(queue, many)
-    assert got.locked_until is not None
-    return got.locked_until
+    return one(queue, many)
 
 
 def renew_batch(

@@ -7,6 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.db import connections
+from django.test.utils import CaptureQueriesContext
 
 import django_mqlite as mq
 
@@ -57,3 +59,19 @@ def test_peek_shows_progress_checkpoint_and_the_request(api: Any) -> None:
     [shown] = r.json()["messages"]
     assert (shown["progress"], shown["checkpoint"]) == ({"done": 2}, "page-2")
     assert shown["cancel_requested_at"] is not None
+
+
+def test_the_renewal_answer_carries_the_cancel_request(api: Any) -> None:
+    """An HTTP consumer learns of a cancel from its lease renewal, read by the renewal's
+    own fenced statement (the statement count of a renewal is unchanged)."""
+    mq.create_queue("c")
+    seq = mq.send("c", 1)
+    (m,) = mq.receive("c")
+    path = url(f"queues/c/messages/{seq}/renew/")
+    assert api.post(path, {"lock_token": m.lock_token}).json()["cancel_requested"] is False
+    assert mq.request_cancel("c", seq)
+    with CaptureQueriesContext(connections[mq.database_of("c")]) as ran:
+        r = api.post(path, {"lock_token": m.lock_token})
+    assert (r.status_code, r.json()["cancel_requested"]) == (200, True)
+    touching = [q["sql"] for q in ran.captured_queries if "mqlite_message" in q["sql"]]
+    assert len(touching) == 1 and touching[0].lstrip().upper().startswith("UPDATE"), touching

@@ -62,8 +62,9 @@ def test_renew(api: Any, q: str) -> None:
     m = claim(q)
     r = settle(api, q, m.seq, "renew", lock_token=m.lock_token, lock_duration=300)
     assert r.status_code == 200
-    assert set(r.json()) == {"locked_until"}
+    assert set(r.json()) == {"locked_until", "cancel_requested"}
     assert r.json()["locked_until"].endswith("Z")
+    assert r.json()["cancel_requested"] is False
     assert m.locked_until is not None
     assert mq.peek(q)[0].locked_until > m.locked_until  # type: ignore[operator]
 

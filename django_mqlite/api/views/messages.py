@@ -191,8 +191,9 @@ class SettleView(MQView):
         args = dict(self.body(self.request_serializer))
         token = args.pop("lock_token")
         if self.verb == "renew":
-            until = mq.renew(name, seq, token, **args)
-            return Response(s.LockedUntilSerializer({"locked_until": until}).data)
+            got = mq.renew_lease(name, seq, token, **args)
+            answer = {"locked_until": got.locked_until, "cancel_requested": got.cancel_requested}
+            return Response(s.RenewedSerializer(answer).data)
         if self.verb == "snooze":
             got = mq.snooze(name, seq, token, args["delay"])
             return Response(s.OutcomeSerializer({"outcome": got.outcome.value}).data)
@@ -204,7 +205,7 @@ class SettleView(MQView):
 
 
 def _settle_view(verb: str, serializer: type[s.StrictSerializer], doc: str) -> type[SettleView]:
-    ok: Any = {"renew": s.LockedUntilSerializer, "snooze": s.OutcomeSerializer}.get(verb)
+    ok: Any = {"renew": s.RenewedSerializer, "snooze": s.OutcomeSerializer}.get(verb)
 
     # A function of its own per verb: extend_schema annotates the function it is given.
     @extend_schema(
