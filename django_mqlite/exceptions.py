@@ -127,6 +127,19 @@ class ProgressTooLargeError(InvalidArgumentError):
     (``engine.running.MAX_NOTE_BYTES``). Nothing was buffered."""
 
 
+class ScheduleNotFoundError(MQLiteError):
+    """No schedule stored in the database has this name."""
+
+    code = "not_found"
+
+
+class ScheduleExistsError(MQLiteError):
+    """A schedule of this name exists already (stored, or declared in
+    ``MQLITE["PERIODIC"]``). Nothing was written."""
+
+    code = "already_exists"
+
+
 class Reject(Exception):  # noqa: N818 - the name reads as a verb in handlers: raise mq.Reject(...)
     """Raised by a consumer to dead-letter the message at once, without retries."""
 

@@ -503,6 +503,40 @@ class PeriodicSchedule(models.Model):
         return self.name
 
 
+class Schedule(models.Model):
+    """A periodic schedule stored in the database (``engine/schedules.py``, which alone
+    writes these rows): what it enqueues, when, and how. Its cursor, the latest
+    occurrence enqueued, is its ``PeriodicSchedule`` row of the same name."""
+
+    OVERLAP_CHOICES = [("allow", "allow"), ("skip", "skip while the last run is live")]
+
+    name = models.CharField(max_length=80, unique=True)
+    cron = models.CharField(max_length=200)
+    timezone = models.CharField(max_length=64)
+    #: A Django task's dotted path (with ``args``/``kwargs``), or a ``queue`` and ``body``.
+    task = models.CharField(max_length=255, null=True, blank=True)
+    args = models.JSONField(default=list, blank=True)
+    kwargs = models.JSONField(default=dict, blank=True)
+    queue = models.CharField(max_length=80, null=True, blank=True)
+    body = models.JSONField(null=True, blank=True)
+    paused = models.BooleanField(default=False)
+    overlap = models.CharField(max_length=8, choices=OVERLAP_CHOICES, default="allow")
+    jitter_s = models.PositiveIntegerField("jitter (seconds)", default=0)
+    #: Bumped at every change, pause and resume: a ticker holding an older copy of the
+    #: schedule enqueues nothing for it.
+    version = models.BigIntegerField(default=1)
+    created_at = models.BigIntegerField()
+    modified_at = models.BigIntegerField()
+
+    class Meta:
+        db_table = "mqlite_schedule"
+        ordering = ["name"]
+        permissions = [("operate_schedule", "Can pause, resume and run schedules")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
 class SQSQueue(models.Model):
     """What the SQS endpoint keeps about a queue beyond the engine's settings: the SQS
     attributes the engine has no notion of, tags, and recent message move tasks."""

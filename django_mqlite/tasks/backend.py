@@ -281,6 +281,20 @@ class MQLiteBackend(BaseTaskBackend):  # type: ignore[misc,unused-ignore]
         another database than the schedule's, whose send commits on its own)."""
         return self._enqueue(task, args, kwargs, message_id=message_id)
 
+    def enqueue_scheduled(
+        self,
+        task: Task,
+        args: Any,
+        kwargs: Any,
+        *,
+        message_id: str | None,
+        unique: dict[str, Any] | None,
+    ) -> bool:
+        """A schedule's run (``tasks/periodic.py``): with ``message_id`` (an occurrence's,
+        for producer dedup) and ``unique`` (the schedule's key, skip policy; None: the
+        task's own). False when the key was held and nothing was enqueued."""
+        return self._enqueue_reported(task, args, kwargs, message_id=message_id, unique=unique)[1]
+
     def message(self, task: Task, args: Any, kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         """The signed envelope of a call of ``task`` and the keywords of its send: what
         ``enqueue`` sends, and what a batch callback (``tasks.batches.callback``) keeps
@@ -314,6 +328,18 @@ class MQLiteBackend(BaseTaskBackend):  # type: ignore[misc,unused-ignore]
         message_id: str | None,
         unique: dict[str, Any] | None = None,
     ) -> TaskResult:
+        return self._enqueue_reported(task, args, kwargs, message_id=message_id, unique=unique)[0]
+
+    def _enqueue_reported(
+        self,
+        task: Task,
+        args: Any,
+        kwargs: Any,
+        *,
+        message_id: str | None,
+        unique: dict[str, Any] | None = None,
+    ) -> tuple[TaskResult, bool]:
+        """The enqueue, and whether it enqueued (False: a held unique key skipped it)."""
         from . import unique as unique_tasks
 
         body, options = self.message(task, args, kwargs)
@@ -336,7 +362,7 @@ class MQLiteBackend(BaseTaskBackend):  # type: ignore[misc,unused-ignore]
             # The key's holder: its own call, status and attempts (it may be running).
             held = load_result(self, result_id)
             if held is not None:
-                return held
+                return held, False
         result: TaskResult[Any, Any] = MQLiteTaskResult(
             task=task,
             id=result_id,
@@ -353,7 +379,7 @@ class MQLiteBackend(BaseTaskBackend):  # type: ignore[misc,unused-ignore]
         )
         if not (unique and skipped):  # a skipped enqueue enqueued nothing
             task_enqueued.send(type(self), task_result=result)
-        return result
+        return result, not (unique and skipped)
 
     def database_for(self, queue: str) -> str | None:
         """A queue declared on a database (``MQLITE["QUEUES"]``) lives there; the others

@@ -19,6 +19,13 @@ latest occurrence enqueued. A ticker moves it forward with a compare-and-set
 a concurrent ticker's update matches no row, so it enqueues nothing. Every occurrence
 is also sent with the message id ``periodic:<name>:<occurrence in UTC>``.
 
+Schedules stored in the database (``engine/schedules.py``: admin, ``mqlite schedules``)
+run through the same ticker and the same compare-and-set, which for them also requires
+the schedule to be unpaused at the version the ticker read; the ticker reads them at
+every tick. Their jitter delays each occurrence's enqueue by its stable offset
+(``engine/schedule_times.py``), and their ``skip`` overlap policy sends each run with
+the unique key ``schedule:<name>``.
+
 The first time a schedule is seen, its latest past occurrence becomes the baseline and
 is not run. After downtime, ``catchup`` decides: ``"latest"`` (default) enqueues the
 most recent missed occurrence once; ``"all"`` enqueues each missed one (at most 1000).
@@ -28,8 +35,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -41,7 +47,10 @@ from django.utils.module_loading import import_string
 
 from ..conf import mqlite_settings
 from ..engine import arguments, databases
-from ..engine.clock import from_ms, now_ms, to_ms
+from ..engine import schedules as stored
+from ..engine.clock import now_ms
+from ..engine.schedule_times import Schedule
+from ..exceptions import InvalidArgumentError
 from .support import mqlite_task_queues
 
 logger = logging.getLogger("django_mqlite.periodic")
@@ -50,35 +59,6 @@ TICK_INTERVAL_S = 1.0
 MAX_CATCHUP = 1000
 CATCHUP = ("latest", "all")
 _KEYS = {"cron", "task", "args", "kwargs", "queue", "body", "timezone", "catchup"}
-
-
-@dataclass(frozen=True)
-class Schedule:
-    name: str
-    cron: str
-    tz: ZoneInfo
-    catchup: str = "latest"
-    task: str | None = None
-    args: list[Any] = field(default_factory=list)
-    kwargs: dict[str, Any] = field(default_factory=dict)
-    queue: str | None = None
-    body: Any = None
-
-    def latest(self, now: int) -> int:
-        """The latest occurrence at or before ``now`` (epoch ms)."""
-        start = from_ms(now).astimezone(self.tz) + dt.timedelta(microseconds=1)
-        return to_ms(next(CronSim(self.cron, start, reverse=True)))
-
-    def after(self, since: int, until: int) -> Iterator[int]:
-        """Occurrences in ``(since, until]``."""
-        for when in CronSim(self.cron, from_ms(since).astimezone(self.tz)):
-            ms = to_ms(when)
-            if ms > until:
-                return
-            yield ms
-
-    def key(self, occurrence: int) -> str:
-        return f"periodic:{self.name}:{from_ms(occurrence).strftime('%Y-%m-%dT%H:%M:%SZ')}"
 
 
 def parse(name: str, spec: Any) -> Schedule:
@@ -135,31 +115,51 @@ def schedules() -> list[Schedule]:
 
 class Ticker:
     """Enqueues due occurrences. ``tick()`` is cheap when nothing is due: it compares
-    each schedule's latest occurrence with the last one it knows was enqueued and only
-    then touches the database."""
+    each schedule's latest due occurrence with the last one it knows was enqueued and
+    only then touches the database (stored schedules cost one read per tick)."""
 
-    def __init__(self, *, using: str | None = None, plan: list[Schedule] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        using: str | None = None,
+        plan: list[Schedule] | None = None,
+        stored: bool = True,
+    ) -> None:
         self.using = databases.alias_of(using)
         self.plan = schedules() if plan is None else plan
-        self.known: dict[str, int] = {}
+        self.stored = stored
+        self.known: dict[tuple[str, int], int] = {}
 
     def tick(self) -> int:
         """Enqueue what is due; returns how many occurrences this ticker enqueued."""
         now = now_ms()
         done = 0
-        for schedule in self.plan:
-            latest = schedule.latest(now)
-            if self.known.get(schedule.name, -1) >= latest:
+        for schedule in self.plan + self._stored():
+            latest = schedule.due(now)
+            mark = (schedule.name, schedule.version)
+            if self.known.get(mark, -1) >= latest:
                 continue
             try:
-                done += self._advance(schedule, latest)
+                done += self._advance(schedule, latest, mark)
             except Exception:
                 logger.exception("periodic schedule %r: enqueue failed", schedule.name)
-                self.known.pop(schedule.name, None)
+                self.known.pop(mark, None)
         return done
 
-    def _advance(self, schedule: Schedule, latest: int) -> int:
+    def _stored(self) -> list[Schedule]:
+        if not self.stored:
+            return []
+        try:
+            return stored.stored_to_run(using=self.using)
+        except Exception:
+            logger.exception("periodic schedules: reading the stored schedules failed")
+            return []
+
+    def _advance(self, schedule: Schedule, latest: int, mark: tuple[str, int]) -> int:
+        from django.db.models import Exists
+
         from ..models import PeriodicSchedule
+        from ..models import Schedule as StoredSchedule
 
         rows = PeriodicSchedule.objects.using(self.using)
         last = rows.filter(name=schedule.name).values_list("last_at", flat=True).first()
@@ -168,42 +168,89 @@ class Ticker:
             rows.bulk_create(
                 [PeriodicSchedule(name=schedule.name, last_at=latest)], ignore_conflicts=True
             )
-            self.known[schedule.name] = latest
+            self.known[mark] = latest
             return 0
         if last >= latest:
-            self.known[schedule.name] = last
+            self.known[mark] = last
             return 0
+        cursor = rows.filter(name=schedule.name, last_at=last)
+        if schedule.stored:  # as the ticker read it: not paused, changed or deleted since
+            current = StoredSchedule.objects.using(self.using).filter(
+                name=schedule.name, version=schedule.version, paused=False
+            )
+            cursor = cursor.filter(Exists(current))
         with transaction.atomic(using=self.using):
-            if not rows.filter(name=schedule.name, last_at=last).update(last_at=latest):
-                self.known.pop(schedule.name, None)  # another ticker moved it; re-read
+            if not cursor.update(last_at=latest):
+                self.known.pop(mark, None)  # another ticker moved it; re-read
                 return 0
             due = [latest]
             if schedule.catchup == "all":
                 due = list(schedule.after(last, latest))[-MAX_CATCHUP:]
             for occurrence in due:
-                self._enqueue(schedule, occurrence)
-        self.known[schedule.name] = latest
+                fire(schedule, occurrence, self.using)
+        self.known[mark] = latest
         logger.info("periodic schedule %r: enqueued %s occurrence(s)", schedule.name, len(due))
         return len(due)
 
-    def _enqueue(self, schedule: Schedule, occurrence: int) -> None:
-        from ..engine.send import send
-        from .backend import MQLiteBackend
 
-        key = schedule.key(occurrence)
-        if schedule.queue is not None:
-            # The schedule's state lives on this ticker's database; the message goes to
-            # the queue's own (its message_id dedups a re-send after a failed commit).
-            using = databases.declared_database(schedule.queue) or self.using
-            send(schedule.queue, schedule.body, message_id=key, using=using)
+def fire(schedule: Schedule, occurrence: int | None, using: str) -> bool:
+    """Enqueue one run of ``schedule``: an occurrence (sent with its message id, so a
+    re-send after a failed commit collapses), or a run now (``occurrence`` None). A
+    ``skip`` schedule's run carries the unique key ``schedule:<name>``; False when that
+    key is held (the last run is still live) and nothing was enqueued."""
+    from ..engine.send import send_reported
+
+    key = None if occurrence is None else schedule.key(occurrence)
+    unique: dict[str, Any] = {}
+    if schedule.overlap == "skip":
+        unique = {"unique_key": stored.unique_key(schedule.name), "on_conflict": "skip"}
+    if schedule.queue is not None:
+        # The schedule's state lives on this ticker's database; the message goes to
+        # the queue's own (its message_id dedups a re-send after a failed commit).
+        target = databases.declared_database(schedule.queue) or using
+        _, _, inserted = send_reported(
+            schedule.queue, schedule.body, message_id=key, using=target, **unique
+        )
+        return inserted or not unique
+    assert schedule.task is not None
+    from .backend import MQLiteBackend
+
+    task = import_string(schedule.task)
+    backend = task.get_backend()
+    if isinstance(backend, MQLiteBackend):
+        return backend.enqueue_scheduled(
+            task, schedule.args, schedule.kwargs, message_id=key, unique=unique or None
+        )
+    task.enqueue(*schedule.args, **schedule.kwargs)
+    return True
+
+
+class StoredSchedules:
+    """What the engine asks of the Tasks integration for stored schedules
+    (``engine.schedules.TaskSchedules``)."""
+
+    def declared(self) -> list[Schedule]:
+        return schedules()
+
+    def check_target(self, task: str | None, queue: str | None) -> None:
+        if queue is not None:
+            from ..engine.queues import get_queue
+
+            if queue in mqlite_task_queues():
+                raise InvalidArgumentError(
+                    f"{queue!r} is a Tasks queue: schedule the task by its path instead"
+                )
+            get_queue(queue)  # QueueNotFoundError
             return
-        assert schedule.task is not None
-        task = import_string(schedule.task)
-        backend = task.get_backend()
-        if isinstance(backend, MQLiteBackend):
-            backend.enqueue_deduplicated(task, schedule.args, schedule.kwargs, message_id=key)
-        else:
-            task.enqueue(*schedule.args, **schedule.kwargs)
+        try:
+            target = import_string(str(task))
+        except ImportError:
+            raise InvalidArgumentError(f"unknown task path {task!r}") from None
+        if not callable(getattr(target, "enqueue", None)) or not hasattr(target, "get_backend"):
+            raise InvalidArgumentError(f"{task!r} is not a Django task (@task)")
+
+    def fire(self, schedule: Schedule, occurrence: int | None, using: str) -> bool:
+        return fire(schedule, occurrence, using)
 
 
 def ticker_loop(*, using: str | None = None) -> Any:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..conf import mqlite_settings
 from ..worker.registry import (
     Registry,
     register_declarations,
@@ -31,12 +30,19 @@ def register_task_queues(registry: Registry) -> None:
 
 
 def periodic_ticker(using: str | None) -> Any:
-    """The ticker of ``MQLITE["PERIODIC"]``, or None when no schedule is set."""
-    if not mqlite_settings.PERIODIC:
-        return None
+    """The ticker of ``MQLITE["PERIODIC"]`` and of the schedules stored in the database
+    (which an operator may create at any time, so every worker runs it)."""
     from .periodic import ticker_loop
 
     return ticker_loop(using=using)
+
+
+def install_schedules() -> None:
+    """Let the engine's stored schedules check task paths and enqueue runs."""
+    from ..engine import schedules
+    from .periodic import StoredSchedules
+
+    schedules.hooks = StoredSchedules()
 
 
 def install_chains() -> None:
@@ -54,6 +60,7 @@ def install() -> None:
 
     install_topics()  # task subscriptions of topics (mq.subscribe_task)
     install_chains()  # task steps of chains (tasks.chains.step)
+    install_schedules()  # schedules stored in the database (engine.schedules)
     register_discovery(register_task_queues)
     register_service(periodic_ticker)
     register_declarations(declared_queues)
