@@ -18,7 +18,7 @@ def _collate(apps, schema_editor):  # type: ignore[no-untyped-def]
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("django_mqlite", "0019_unique_pending"),
+        ("django_mqlite", "0020_batch_parents"),
     ]
 
     operations = [
