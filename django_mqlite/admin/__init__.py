@@ -1,5 +1,5 @@
-"""The django-mqlite admin: Queues, Messages, Dead letters, Workers, Topics and Batches
-pages.
+"""The django-mqlite admin: Queues, Messages, Dead letters, Workers, Topics, Batches and
+Schedules pages.
 
 Imported by ``django.contrib.admin``'s autodiscovery; each module registers its admin
 with the default site. See docs/admin.md.
@@ -10,10 +10,11 @@ nothing imports it but the admin's autodiscovery.
 
 from __future__ import annotations
 
-from . import batches, messages, queues, topics, workers
+from . import batches, messages, queues, schedules, topics, workers
 from .batches import BatchAdmin
 from .messages import DeadLetterAdmin, MessageAdmin
 from .queues import QueueAdmin
+from .schedules import ScheduleAdmin
 from .topics import TopicAdmin
 from .workers import WorkerAdmin
 
@@ -22,11 +23,13 @@ __all__ = [
     "DeadLetterAdmin",
     "MessageAdmin",
     "QueueAdmin",
+    "ScheduleAdmin",
     "TopicAdmin",
     "WorkerAdmin",
     "batches",
     "messages",
     "queues",
+    "schedules",
     "topics",
     "workers",
 ]
