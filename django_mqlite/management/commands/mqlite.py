@@ -10,6 +10,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ...cli import batches as cli_batches
 from ...cli import control as cli_control
+from ...cli import schedules as cli_schedules
 from ...cli import subcommands as cli
 from ...cli import top
 from ...cli import topics as cli_topics
@@ -21,7 +22,7 @@ class Command(BaseCommand):
     help = (
         "Operate the queues: queues, create-queue, pause, resume, inspect, stats, top, peek, "
         "send, cancel, redrive, purge, health; topics, create-topic, delete-topic, subscribe, "
-        "unsubscribe, publish; batches."
+        "unsubscribe, publish; batches; schedules."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -108,6 +109,7 @@ class Command(BaseCommand):
 
         cli_topics.add_parsers(add)
         cli_batches.add_parsers(add)
+        cli_schedules.add_parsers(add)
 
         p = add("health", "probe: exit 1 unless the database answers and workers are alive")
         p.add_argument(
