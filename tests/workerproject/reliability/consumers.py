@@ -120,5 +120,5 @@ EFFECTS = "reliability_effect"
 mq.consumer("sweep", timeout=SWEEP_TIMEOUT_S)(deliver)
 for _queue in ("chaos", "chaos-groups"):
     mq.consumer(_queue)(chaos)
-for _queue in ("crash", "faults", "drain"):
+for _queue in ("crash", "faults", "drain", "flows"):
     mq.consumer(_queue)(deliver)
