@@ -129,6 +129,7 @@ class Ticker:
         self.plan = schedules() if plan is None else plan
         self.stored = stored
         self.known: dict[tuple[str, int], int] = {}
+        self.read_failing = False
 
     def tick(self) -> int:
         """Enqueue what is due; returns how many occurrences this ticker enqueued."""
@@ -150,10 +151,15 @@ class Ticker:
         if not self.stored:
             return []
         try:
-            return stored.stored_to_run(using=self.using)
+            found = stored.stored_to_run(using=self.using)
         except Exception:
-            logger.exception("periodic schedules: reading the stored schedules failed")
+            # Once per outage, not every second (a worker started before ``migrate``).
+            if not self.read_failing:
+                logger.exception("periodic schedules: reading the stored schedules failed")
+            self.read_failing = True
             return []
+        self.read_failing = False
+        return found
 
     def _advance(self, schedule: Schedule, latest: int, mark: tuple[str, int]) -> int:
         from django.db.models import Exists

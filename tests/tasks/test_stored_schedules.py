@@ -190,3 +190,18 @@ def test_a_stored_task_schedule_runs_signed(run_worker: Any) -> None:
     assert mq.run_schedule("r") is True
     run_worker(queues=["tasks"])
     assert tasks.RAN == ["now"]
+
+
+def test_a_failing_read_of_stored_schedules_is_logged_once(
+    monkeypatch: pytest.MonkeyPatch, caplog: Any
+) -> None:
+    from django_mqlite.engine import schedules
+
+    def broken(**kwargs: Any) -> list[Any]:
+        raise RuntimeError("no such table: mqlite_schedule")
+
+    monkeypatch.setattr(schedules, "stored_to_run", broken)
+    ticker = Ticker(plan=[])
+    for _ in range(3):
+        assert ticker.tick() == 0
+    assert caplog.text.count("reading the stored schedules failed") == 1
