@@ -186,7 +186,9 @@ def test_every_callback_step_and_dependent_exactly_once(tmp_path: Path, long_run
     print(
         f"\n{n} batches ({len(plan.parked)} never finishing), {len(plan.chains)} chains, "
         f"{len(plan.waits)} dependents ({released} released): made in {made_s:.1f} s, "
-        f"drained by {WORKERS} workers ({KILLS} SIGKILLed) in {drained_s:.1f} s"
+        f"drained by {WORKERS} workers ({KILLS} SIGKILLed) in {drained_s:.1f} s: "
+        f"{len(fleet.deliveries('flows'))} deliveries, "
+        f"{mq.stats('flows').totals['reclaimed']} reclaimed from the killed"
     )
 
 
