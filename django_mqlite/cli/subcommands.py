@@ -249,6 +249,9 @@ def send(out: OutputWrapper, o: dict[str, Any]) -> None:
         )
         if o.get(k) is not None
     }
+    if o.get("depends_on") or o.get("depends_on_batch"):  # the engine judges them
+        batches = [mq.BatchRef(b) for b in o.get("depends_on_batch") or []]
+        options["depends_on"] = [*(o.get("depends_on") or []), *batches]
     seq = mq.send(o["queue"], body, using=o["database"], **options)
     out.write(json.dumps({"seq": seq}) if o["json"] else f"sent seq {seq} to {o['queue']!r}")
 

@@ -88,6 +88,24 @@ class Command(BaseCommand):
             "--on-conflict", help="when the key is held: skip (default), replace, debounce"
         )
         p.add_argument("--unique-while", help="live (default) or pending")
+        p.add_argument(
+            "--depends-on",
+            dest="depends_on",
+            type=int,
+            nargs="+",
+            action="extend",
+            metavar="SEQ",
+            help="wait until these messages (seqs on the queue's database) complete",
+        )
+        p.add_argument(
+            "--depends-on-batch",
+            dest="depends_on_batch",
+            type=int,
+            nargs="+",
+            action="extend",
+            metavar="ID",
+            help="wait until these batches finish with every child completed",
+        )
 
         p = add("redrive", "move dead letters back to active (in place or to another queue)")
         p.add_argument("queue")
