@@ -248,6 +248,8 @@ class MessageAdmin(OnQueueDatabase, ReadOnlyAdmin):
         node = Batch.objects.using(using).filter(id=obj.batch_id).first() if obj.batch_id else None
         if node is not None and node.seq is None:
             lines.append(f"child of batch {node.id}")
+        elif node is not None and node.parent_id is not None:  # its node sits in a batch
+            lines.append(f"child of batch {node.parent_id}")
         for n, spec in enumerate((node.steps or []) if node is not None else [], 1):
             body = base64.b64decode(spec["body"])
             summary = format.body_summary(body[:200], len(body), spec["content_type"])

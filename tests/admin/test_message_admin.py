@@ -107,3 +107,13 @@ def test_the_message_page_shows_a_dead_steps_remaining_chain_and_what_waits(
     page = admin_client.get(f"/admin/django_mqlite/deadletter/{first}/change/").content.decode()
     assert "chain step +1" in page and "two" in page
     assert "chain step +2" in page and "three" in page
+
+
+def test_a_batch_child_others_depend_on_shows_its_batch(admin_client: Client, make_queue):
+    """Its row points at its own node; the page names the batch the node counts in."""
+    q = make_queue().name
+    with mq.batch() as b:
+        child = b.send(q, "x")
+    mq.send(q, "after", depends_on=[child])
+    page = admin_client.get(f"{URL}{child}/change/").content.decode()
+    assert f"child of batch {b.id}" in page
