@@ -131,13 +131,17 @@ class BatchAdmin(OnQueueDatabase, ReadOnlyAdmin):
             .order_by("state")
         )
         url = reverse("admin:django_mqlite_message_changelist")
+        # Children something depends on point at their own node within the batch.
+        nodes = Batch.objects.using(obj._state.db).filter(parent_id=obj.id)
+        ids = [obj.id, *nodes.order_by("id").values_list("id", flat=True)]
+        which = {"batch_id__in": ",".join(map(str, ids))} if len(ids) > 1 else {"batch_id": obj.id}
         return format_html_join(
             "",
             '<div><a href="{}?{}">{}</a>: {}</div>',
             (
                 (
                     url,
-                    _query(batch_id=obj.id, state=r["state"], **{PARAM: obj._state.db}),
+                    _query(**which, state=r["state"], **{PARAM: obj._state.db}),
                     r["state"],
                     r["n"],
                 )

@@ -112,3 +112,14 @@ def test_a_messages_own_node_is_not_listed(admin_client: Client, batch: Any) -> 
     page = _text(admin_client.get(URL))
     assert f"/batch/{bid}/change/" in page
     assert page.count("/change/") == 1, page
+
+
+def test_the_children_links_reach_those_behind_a_node(admin_client: Client, batch: Any) -> None:
+    """A child something depends on points at its own node within the batch: the
+    batch's counts and links include it."""
+    bid, seqs = batch
+    mq.send("done", "after", depends_on=[seqs[3]])
+    page = admin_client.get(f"{URL}{bid}/change/").content.decode()
+    (link,) = re.findall(r'href="([^"]*state=active[^"]*)"', page)
+    listed = _text(admin_client.get(link.replace("&amp;", "&")))
+    assert f"/message/{seqs[3]}/change/" in listed
