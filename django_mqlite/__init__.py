@@ -33,7 +33,7 @@ from .engine.once import once, prune_once
 from .engine.queues import create_queue, delete_queue, get_queue, list_queues, update_queue
 from .engine.received import Received
 from .engine.redrive import purge, purge_everything, redrive
-from .engine.running import request_cancel, wait
+from .engine.running import request_cancel
 from .engine.schedules import (
     FireTime,
     Schedule,
@@ -89,6 +89,7 @@ from .engine.types import (
     Subscription,
     Topic,
 )
+from .engine.waiting import wait
 from .exceptions import (
     BatchNotFoundError,
     Cancelled,

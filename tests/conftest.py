@@ -150,10 +150,11 @@ def long_run(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--long"))
 
 
-@pytest.fixture(autouse=True, scope="session")
+@pytest.fixture(autouse=True)
 def _stop_shared_listeners() -> Iterator[None]:
-    """``areceive(wait=...)`` opens a LISTEN connection on PostgreSQL: close it before
-    the test database is dropped."""
+    """``areceive(wait=...)`` and ``mq.wait`` (a task result's ``wait()`` too) open a
+    LISTEN connection on PostgreSQL, or a commit watcher on SQLite: close it after each
+    test, before the test database is dropped."""
     yield
     from django_mqlite.engine import listen
 

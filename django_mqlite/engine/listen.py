@@ -4,9 +4,11 @@ which has no NOTIFY, ``CommitWatcher`` does the same job for a worker: it watche
 file's commit counter and wakes the worker when another connection commits.
 
 Every send runs ``pg_notify('mqlite', queue)`` in its transaction, so a notification
-arrives on commit and never for a rollback. A worker runs its own listener; code that
-long-polls outside a worker (``areceive(wait=...)``) shares one listener per database
-per process, started on first use (``ensure_listener``).
+arrives on commit and never for a rollback; a settlement that finished messages sends
+``#done <queue>`` (``finished``). A worker runs its own listener; code that waits
+outside a worker (``areceive(wait=...)``, ``mq.wait``) shares one listener per database
+per process, started on first use (``ensure_listener``), and on SQLite one commit
+watcher (``ensure_watcher``).
 """
 
 from __future__ import annotations
@@ -192,6 +194,21 @@ SETTLE_S = 0.05
 SETTLE_EVERY_S = 0.001
 
 
+def commit_counter(using: str) -> int | None:
+    """This thread's connection to database ``using``: its commit counter (SQLite's
+    ``PRAGMA data_version``, which moves when another connection commits, never for
+    this one's own commits), or None where there is none. A read of shared memory,
+    no transaction: it goes to the driver's connection, not through Django's cursor."""
+    if not dialect_for(using).has_commit_counter:
+        return None
+    wrapper = connections[using]
+    wrapper.ensure_connection()
+    # Django's error wrapper: a closed or broken connection raises a Django
+    # ``DatabaseError``, which the worker's loop answers by reconnecting.
+    with wrapper.wrap_database_errors:
+        return int(wrapper.connection.execute("PRAGMA data_version").fetchone()[0])
+
+
 def watched_file(using: str) -> str | None:
     """The database file a ``CommitWatcher`` can watch for database ``using``, or None
     (no commit counter there, or an in-memory database)."""
@@ -299,7 +316,14 @@ class CommitWatcher(Service):
 
 
 _shared: dict[str, Listener] = {}
+_shared_watchers: dict[str, CommitWatcher] = {}
 _shared_lock = threading.Lock()
+
+
+def commit_key(using: str) -> str:
+    """The wake-up key this process's shared commit watcher of database ``using``
+    signals on every commit there (``ensure_watcher``)."""
+    return f"#commit {using}"
 
 
 def ensure_listener(using: str) -> bool:
@@ -315,10 +339,34 @@ def ensure_listener(using: str) -> bool:
     return True
 
 
-def stop_shared_listeners() -> None:
-    """Stop the shared listeners (tests, before their database is dropped)."""
+def ensure_watcher(using: str) -> CommitWatcher | None:
+    """Start this process's shared commit watcher of database ``using`` unless it runs
+    (what waits outside a worker use on SQLite: ``waiting.wait``); it signals
+    ``commit_key(using)`` on every commit there. None where there is no commit counter
+    to watch (PostgreSQL, whose NOTIFY does the job; an in-memory database)."""
+    path = watched_file(using)
+    if path is None:
+        return None
     with _shared_lock:
-        listeners = list(_shared.values())
+        current = _shared_watchers.get(using)
+        if current is None or not current.is_alive():
+            current = _shared_watchers[using] = CommitWatcher(path, [commit_key(using)])
+            current.start()
+    return current
+
+
+def stop_shared_listeners() -> None:
+    """Stop the shared listeners and commit watchers (tests, before their database is
+    dropped)."""
+    with _shared_lock:
+        services: list[Service] = [*_shared.values(), *_shared_watchers.values()]
         _shared.clear()
-    for listener in listeners:
-        listener.stop()
+        _shared_watchers.clear()
+    for service in services:
+        service.stop()
+
+
+def shared_listener(using: str) -> Listener | None:
+    """This process's shared listener of database ``using``, when one was started."""
+    with _shared_lock:
+        return _shared.get(using)

@@ -16,18 +16,16 @@ no statement of its own. On PostgreSQL the request also sends a notification
 (``cancel_note``) in its transaction, which a worker hears at once (``listen``). The
 stamp stays on the row: a delivery after a lost lease sees it at its first renewal.
 
-``wait`` waits for a message to finish, by a bounded back-off poll of its row.
+Waiting for a message to finish (``mq.wait``) is ``waiting``'s.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import threading
-import time
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import connections, transaction
+from django.db import transaction
 
 from ..exceptions import (
     InvalidArgumentError,
@@ -196,52 +194,3 @@ def load_checkpoint(queue: str, seq: int, *, using: str | None = None) -> Any:
     )
     row = cursor.fetchone()
     return None if row is None else dialect.load_json(row[0])
-
-
-# -- waiting ---------------------------------------------------------------------------
-
-#: The states a message ends in (where it is kept), and the answer for one no longer
-#: there (completed on a queue that keeps no results, purged, expired, or unknown).
-FINAL_STATES = ("completed", "dead_lettered")
-REMOVED = "removed"
-#: The wait's polls back off from the first to the largest delay, as a long-poll does.
-WAIT_FIRST_S = 0.01
-WAIT_MAX_S = 0.5
-
-
-def wait(
-    queue: str, seq: int, timeout: float | dt.timedelta, *, using: str | None = None
-) -> str | None:
-    """Wait up to ``timeout`` (seconds or a timedelta) for message ``seq`` to finish
-    (``mq.wait``): its final state name (``"completed"``, ``"dead_lettered"``, or
-    ``"removed"`` when the row is gone: completed where no results are kept, purged,
-    expired, or never there), or None when it is still live at the timeout.
-
-    Settlements send no notification (that would cost every plain settlement a
-    statement), so the wait reads the row by its key with a back-off from 10 ms to 0.5 s
-    between reads, never a busy loop. Outside a transaction only: a transaction's
-    snapshot would never see the settlement (``InvalidArgumentError``)."""
-    arguments.check_seq(seq)
-    timeout_s = arguments.duration_ms(timeout, "timeout") / 1000
-    alias = databases.alias_of(using, queue)
-    if connections[alias].in_atomic_block:
-        raise InvalidArgumentError("wait() inside a transaction would never see the settlement")
-    cursor, _ = databases.ctx(alias)
-    queue_id = load_queue(cursor, queue).id
-    deadline = time.monotonic() + timeout_s
-    delay = WAIT_FIRST_S
-    while True:
-        cursor, _ = databases.ctx(alias)
-        cursor.execute(
-            "SELECT state FROM mqlite_message WHERE seq = %s AND queue_id = %s", [seq, queue_id]
-        )
-        row = cursor.fetchone()
-        if row is None:
-            return REMOVED
-        if row[0] in FINAL_STATES:
-            return str(row[0])
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return None
-        time.sleep(min(delay, remaining))
-        delay = min(delay * 2, WAIT_MAX_S)

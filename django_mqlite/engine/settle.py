@@ -54,6 +54,7 @@ from . import (
     batches,
     canonical_json,
     databases,
+    finished,
     heartbeat,
     lines,
     receipts,
@@ -126,6 +127,7 @@ def _settle(
         if tracer is not None:
             carried = tracing.carried_properties(cursor, dialect, q.id, [r[0] for r in requests])
         done = apply(cursor, dialect, q, now)
+        finished.announce(cursor, dialect, queue, done.values())
         replayed: set[int] = set()
         missed = [r for r in requests if r[0] not in done]
         if verb is not None:

@@ -54,10 +54,10 @@ class MQLiteTaskResult(TaskResult):  # type: ignore[misc,unused-ignore]
     def wait(self, timeout: float | None = None) -> MQLiteTaskResult:
         """Block until the task has finished (SUCCESSFUL or FAILED), at most ``timeout``
         seconds (None: no limit), then ``refresh()`` and return this result. Raises
-        ``TimeoutError`` when it has not finished by then. It waits with ``mq.wait`` (a
-        bounded back-off poll of the task's row), never a busy loop; a retry in between
-        is not the end. Outside a transaction only."""
-        from ..engine import running
+        ``TimeoutError`` when it has not finished by then. It waits with ``mq.wait``
+        (woken by the settlement that finishes the task, with a slow safety poll), never
+        a busy loop; a retry in between is not the end. Outside a transaction only."""
+        from ..engine import waiting
 
         backend: Any = self.task.get_backend()  # an MQLiteBackend: it made this result
         found = locate(backend, self.id)
@@ -65,10 +65,10 @@ class MQLiteTaskResult(TaskResult):  # type: ignore[misc,unused-ignore]
             queue, seq = found
             using = backend.database_for(queue)
             if timeout is None:
-                while running.wait(queue, seq, WAIT_CHUNK_S, using=using) is None:
+                while waiting.wait(queue, seq, WAIT_CHUNK_S, using=using) is None:
                     pass
             else:
-                running.wait(queue, seq, timeout, using=using)
+                waiting.wait(queue, seq, timeout, using=using)
         self.refresh()
         if not self.is_finished:
             raise TimeoutError(f"task {self.id} has not finished after {timeout}s")

@@ -23,6 +23,10 @@ FEATURES: dict[str, tuple[Callable[[Dialect], bool], str]] = {
         "the database has no FOR UPDATE SKIP LOCKED",
     ),
     "listen_notify": (lambda d: d.has_listen_notify, "the database has no LISTEN/NOTIFY"),
+    "wake_ups": (
+        lambda d: d.has_listen_notify or d.has_commit_counter,
+        "the database has no wake-up source (no LISTEN/NOTIFY, no commit counter): workers poll",
+    ),
     "prepare": (lambda d: d.supports_prepare, "the database has no PREPARE"),
     "advisory_locks": (
         lambda d: d.lock_group_sql() is not None,

@@ -6,6 +6,7 @@ the next attempt, the interrupted one not counted."""
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -35,6 +36,31 @@ def test_progress_and_wait(backend: Any, run_worker: Any) -> None:
     assert result.status == TaskResultStatus.SUCCESSFUL and result.return_value == 3
     assert result.progress == {"step": 3, "of": 3}
     assert backend.get_result(result.id).progress == {"step": 3, "of": 3}
+
+
+def test_wait_wakes_at_the_task_s_completion(
+    backend: Any, run_worker: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``result.wait`` sleeps until the worker's completion flush says the task finished
+    (``engine.finished``): with the waiter's safety poll a minute away and the
+    in-process wake-up off, only the way another process hears of it (NOTIFY, the
+    commit watcher) can wake it in time."""
+    from django_mqlite.engine import finished, waiting
+
+    monkeypatch.setattr(finished, "wake_here", lambda key: None)
+    monkeypatch.setattr(waiting, "WAIT_SAFETY_POLL_S", 60.0)
+    source = waiting._wake_source("default")
+    assert source is not None and source.wait(10)
+    result = tasks.reports.enqueue(2)
+    woke: list[float] = []
+    waiter = threading.Thread(target=lambda: woke.append(result.wait(BOUND_S) and time.monotonic()))
+    waiter.start()
+    time.sleep(0.3)
+    run_worker()
+    done = time.monotonic()
+    waiter.join(BOUND_S)
+    assert woke and woke[0] - done < 1.0
+    assert result.status == TaskResultStatus.SUCCESSFUL and result.return_value == 2
 
 
 def test_a_resumable_task_resumes_from_its_checkpoint(backend: Any, run_worker: Any) -> None:
