@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from django.db import transaction
@@ -410,7 +410,7 @@ def _claim(args: ReceiveArgs) -> list[Received]:
             cursor.execute(sql, [now + lease, args.worker_id, now, q.id, now, *budget])
         rows = sorted((ClaimedRow(*r) for r in cursor.fetchall()), key=_best_first)
         if not rows:
-            return []
+            return Claimed(limited=q.limited)
         limits.spend(cursor, dialect, q, now, len(rows))
         if args.worker_id is not None and not delete:
             heartbeat.touch_worker(cursor, args.worker_id, now)
@@ -420,10 +420,21 @@ def _claim(args: ReceiveArgs) -> list[Received]:
             tally.count(cursor, dialect, [(r.batch_id, tally.COMPLETED) for r in rows])
         else:
             totals.bump_totals(cursor, dialect, q.id, delivered=len(rows))
-        got = [to_received(q, r, dialect, alias, args.worker_id) for r in rows]
+        got = Claimed((to_received(q, r, dialect, alias, args.worker_id) for r in rows), q.limited)
         if args.attempt_key is not None:
             attempts.record(cursor, q, args.attempt_key, got, now)
         return got
+
+
+class Claimed(list[Received]):
+    """A claim's messages. ``limited``: the queue has a rate limit or ``max_in_flight``,
+    so a claim may have taken fewer than were claimable, and more become claimable as
+    time passes or leases end, with no notification: a worker polls such a queue
+    instead of waiting to be woken."""
+
+    def __init__(self, messages: Iterable[Received] = (), limited: bool = False) -> None:
+        super().__init__(messages)
+        self.limited = limited
 
 
 def receive_deferred(

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from django.db import transaction
 from django.db.backends.utils import CursorWrapper
 
+from . import wakeup
 from .dialects import Dialect
 from .rows import QueueRow
 from .types import Ordering
@@ -55,15 +57,36 @@ def release_sql(dialect: Dialect) -> str:
 
 def release_lines(
     cursor: CursorWrapper, dialect: Dialect, queue_id: int, keys: Iterable[str | None]
-) -> None:
+) -> int:
     """After a line changed (a message left it, or rejoined it blocked), make sure its
-    earliest live message is claimable."""
+    earliest live message is claimable; returns how many became claimable. When any
+    did, the queue's consumers are woken as a send wakes them (``wake``): nothing else
+    would tell an idle worker that the next message of a group can run now."""
     todo = sorted({k for k in keys if k is not None})
     if not todo:
-        return
+        return 0
     lock_lines(cursor, dialect, queue_id, todo)
+    unblocked = 0
     for key in todo:
         cursor.execute(release_sql(dialect), [queue_id, key, queue_id, key])
+        unblocked += max(0, cursor.rowcount)
+    if unblocked:
+        wake(cursor, dialect, queue_id)
+    return unblocked
+
+
+def wake(cursor: CursorWrapper, dialect: Dialect, queue_id: int) -> None:
+    """Wake the consumers of queue ``queue_id`` once this transaction commits: NOTIFY
+    where the database has it (never for a rollback), and this process's waiters."""
+    cursor.execute("SELECT name FROM mqlite_queue WHERE id = %s", [queue_id])
+    row = cursor.fetchone()
+    if row is None:
+        return
+    name = str(row[0])
+    notify = dialect.notify_sql()
+    if notify is not None:
+        cursor.execute(notify, [name])
+    transaction.on_commit(lambda: wakeup.notify(name), using=cursor.db.alias)
 
 
 def release_by_queue(

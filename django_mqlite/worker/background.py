@@ -26,7 +26,7 @@ from ..engine.listen import Service
 from ..engine.listen import listen_wrapper as listen_wrapper
 from ..engine.maintenance import reap
 from . import db_health
-from .reaper import Pace
+from .reaper import Pace, found_work
 
 logger = logging.getLogger("django_mqlite.worker")
 
@@ -139,6 +139,6 @@ def reaper_loop(interval_s: float, using: str) -> Loop:
         done = {k: v for k, v in counts.items() if v}
         if done:
             logger.info("reaper: %s", done)
-        return pace.after(bool(done))
+        return pace.after(found_work(done))
 
     return Loop("mqlite-reaper", interval_s, step)

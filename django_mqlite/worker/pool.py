@@ -125,6 +125,11 @@ class Pool:
             out, self.failed = self.failed, []
             return out
 
+    def retry_delays(self) -> list[float]:
+        """The retry delays (seconds) of the failures waiting to be abandoned."""
+        with self.lock:
+            return [f[1] for f in self.failed]
+
     def give_back_failed(self, failures: list[tuple[Delivery, float, str]]) -> None:
         with self.lock:
             self.failed[:0] = failures

@@ -23,6 +23,18 @@ logger = logging.getLogger("django_mqlite.reaper")
 IDLE_FACTOR = 8
 
 
+#: What a pass does on its own clock, whatever the queues hold: the minute's history
+#: sample and its trimming. A pass that did only that found no work.
+ROUTINE = frozenset({"history_sampled", "history_trimmed"})
+
+
+def found_work(counts: dict[str, int]) -> bool:
+    """Whether a pass's counts show work found (``Pace.after``): anything but the
+    routine history steps. Otherwise each minute's sample made the next pass an
+    ordinary one (a transaction per statement, about ten) and reset the stretched wait."""
+    return any(n for name, n in counts.items() if name not in ROUTINE)
+
+
 class Pace:
     """How long a reaper waits between passes: ``interval_s`` after a pass that did
     something; after passes that found nothing, twice the last wait, up to
@@ -73,7 +85,7 @@ class Reaper:
                     counts = self.run_once(quiet=pace.quiet)
                     if report is not None and any(counts.values()):
                         report(counts)
-                    wait = pace.after(any(counts.values()))
+                    wait = pace.after(found_work(counts))
                 except Exception:
                     logger.exception("reaper pass failed")
                     connections.close_all()

@@ -44,6 +44,8 @@ IDLE_MAX_S = 1.0  # with no wake-up source: the bounded back-off poll tops out h
 # With NOTIFY (PostgreSQL) or the commit watcher (SQLite) a poll only catches due retries
 # and schedules (and a wake-up that went missing).
 IDLE_MAX_LISTENING_S = 5.0
+#: A retry's poll comes this long after its delay ends (the engine's clock decides).
+RETRY_MARGIN_S = 0.05
 START_RETRY_S = 60.0  # how long start-up keeps retrying a database that does not answer
 SHUTDOWN_ERROR = "worker stopped before the handler finished (shutdown timeout)"
 # After a database error the loop waits this long (doubling) before trying again.
@@ -99,7 +101,19 @@ class Worker:
         self._threads: list[Any] = []
         self._rotation = 0
         self.listening = False
+        self._listener: listen.Listener | None = None
         self._watcher: listen.CommitWatcher | None = None
+        # While wake-ups are reliable (``_tick_woken``): claim at the next tick whatever
+        # woke the loop; the queues' wake-up generations and (SQLite) this connection's
+        # commit counter as of the last claim; the poll's interval and next time.
+        self._again = True
+        self._heard: dict[str, int] = {}
+        self._commits: int | None = None
+        self._poll_s = IDLE_MAX_LISTENING_S
+        self._poll_at = 0.0
+        self._limited = False
+        #: When this worker's own retries become claimable (``time.monotonic()``).
+        self._retries: list[float] = []
         self.prefetch = Prefetch(self.concurrency)
         self.pool = Pool(
             self.concurrency,
@@ -169,9 +183,8 @@ class Worker:
                     self._threads.append(thread)
         self.listening = dialect_for(self.using).has_listen_notify
         if self.listening:
-            self._threads.append(
-                background.Listener(self.using, on_unavailable=self._stop_listening)
-            )
+            self._listener = background.Listener(self.using, on_unavailable=self._stop_listening)
+            self._threads.append(self._listener)
             wakeup.watch(self._hear)
         elif (path := listen.watched_file(self.using)) is not None:
             self._watcher = listen.CommitWatcher(path, list(self.consumers))
@@ -289,6 +302,7 @@ class Worker:
                 )
                 self._close_connection()
                 db_health.suspect_all()  # the handler threads' connections may be gone too
+                self._again = True  # a wake-up the failed tick took is not lost
                 if self._drain_deadline is not None and time.monotonic() > self._drain_deadline:
                     return
                 wakeup.wait_any(since, fault_s)
@@ -298,9 +312,16 @@ class Worker:
                 return
             idle_s = next_idle
 
+    def _woken(self) -> bool:
+        """Whether a send elsewhere wakes this worker now: its LISTEN works (PostgreSQL),
+        or its commit watcher watches (SQLite)."""
+        if self._listener is not None:
+            return self.listening and self._listener.listening.is_set()
+        return self._watcher is not None and self._watcher.watching.is_set()
+
     def _tick(self, since: Any, idle_s: float) -> float | None:
         """One pass of the loop; returns the next idle back-off, or None to stop."""
-        woken = self.listening or (self._watcher is not None and self._watcher.watching.is_set())
+        woken = self._woken()
         idle_max = IDLE_MAX_LISTENING_S if woken else IDLE_MAX_S
         db_health.refresh()  # the main thread's connection, once per tick
         self._flush_completions(force=self.stop_reason is not None)
@@ -322,6 +343,9 @@ class Worker:
             # The clock jumped: claim nothing until the skew is measured again.
             wakeup.wait_any(since, self._next_deadline(clockskew.RECHECK_EVERY_S))
             return idle_s
+        if woken and not self.burst:
+            return self._tick_woken(since, idle_s)
+        self._again = True  # when wake-ups work again, claim first (``_tick_woken``)
         got = self._claim()
         if got:
             if self._room():
@@ -331,6 +355,63 @@ class Worker:
             return None
         wakeup.wait_any(since, self._next_deadline(idle_s if self.pool.free() else 1.0))
         return idle_s if got else min(idle_s * 2, idle_max)
+
+    def _tick_woken(self, since: Any, idle_s: float) -> float | None:
+        """The claim of a tick while wake-ups work (``_woken``): claim only when there
+        can be something new to claim, otherwise sleep until woken or the poll is due.
+
+        A message becomes claimable (a) by a send, resume or released dependency, each
+        of which wakes the queue (NOTIFY; on SQLite the commit watcher, which sees every
+        commit, this worker's own as well: the claim then waits for this connection's
+        commit counter to move, which only other connections' commits do, unless the
+        wake-up came while this worker's own settlements committed); a settlement that
+        makes a group's next message claimable wakes the queue too (``lines``); (b) when
+        its last claim took all it asked for (there may be more): claim at once; (c) with time (a
+        retry's or schedule's delay ends, a lease runs out, a rate limit's budget
+        returns): the poll, every ``IDLE_MAX_LISTENING_S``, at a retry's due time for the
+        worker's own, and on the back-off from ``IDLE_MIN_S`` for a limited queue. So an
+        idle worker claims once per poll, and a trickle costs a claim and a completion
+        per message, not a string of empty claims between them."""
+        got = 0
+        if self._claim_due():
+            want = self._want()
+            now = time.monotonic()
+            self._retries = [t for t in self._retries if t > now]
+            self._heard = wakeup.generations(list(self.consumers))
+            self._commits = listen.commit_counter(self.using) if self._watcher else None
+            got = self._claim()
+            self._again = got >= want
+            if not self._limited:
+                self._poll_s = IDLE_MAX_LISTENING_S
+            elif got:
+                self._poll_s = IDLE_MIN_S
+            else:
+                self._poll_s = min(max(self._poll_s, IDLE_MIN_S / 2) * 2, IDLE_MAX_LISTENING_S)
+            self._poll_at = time.monotonic() + self._poll_s
+        if not got and self._out_of_work():
+            return None
+        if self._again and self._want() > 0:
+            return idle_s  # took all it asked for, and has room: claim again at once
+        poll_in = max(0.0, min([self._poll_at, *self._retries]) - time.monotonic())
+        wakeup.wait_any(since, self._next_deadline(poll_in if self.pool.free() else 1.0))
+        return idle_s
+
+    def _claim_due(self) -> bool:
+        """Whether ``_tick_woken`` claims now (its docstring's rule)."""
+        if self._want() <= 0:
+            return False  # a wake-up stays pending until a thread is free
+        now = time.monotonic()
+        if self._again or now >= self._poll_at or any(t <= now for t in self._retries):
+            return True
+        if wakeup.generations(list(self.consumers)) == self._heard:
+            return False
+        if self._watcher is None:
+            return True
+        return listen.commit_counter(self.using) != self._commits
+
+    def _retry_at(self, delay_s: float) -> None:
+        """A message this worker gave back becomes claimable in ``delay_s``: poll then."""
+        self._retries.append(time.monotonic() + delay_s + RETRY_MARGIN_S)
 
     def _close_connection(self) -> None:
         try:
@@ -378,6 +459,7 @@ class Worker:
     def _claim(self) -> int:
         want = self._want()
         got = 0
+        limited = False
         # Rotate which queue claims first, so one busy queue cannot starve the others.
         names = list(self.consumers)
         self._rotation = (self._rotation + 1) % len(names)
@@ -389,6 +471,7 @@ class Worker:
             msgs = receive(
                 name, max_messages=want - got, worker_id=self.worker_id, using=self.using
             )
+            limited = limited or getattr(msgs, "limited", False)
             now = now_ms()
             batch = []
             for m in msgs:
@@ -405,6 +488,7 @@ class Worker:
             self.pool.submit(batch)
             got += len(batch)
         self.claimed += got
+        self._limited = limited
         return got
 
     # -- leases, timeouts, settlements --------------------------------------------------
@@ -455,6 +539,7 @@ class Worker:
             d.lost = True
             return
         delay = self._backoff(d.msg.delivery_count)
+        self._retry_at(delay)
         try:
             settle.abandon(
                 d.msg.queue, d.msg.seq, token, delay=delay, error=error, using=self.using
@@ -508,8 +593,19 @@ class Worker:
             age = self.pool.oldest_done_age(time.monotonic())
             if not prefetch.flush_due(done, age, pending + running):
                 return
+        keys = list(self.consumers)
+        before = wakeup.generations(keys)
         self.outcomes.update(settlement.flush_completions(self.pool, self.using))
+        delays = self.pool.retry_delays()
         self.outcomes.update(settlement.flush_failures(self.pool, self.using))
+        for delay in delays:
+            self._retry_at(delay)
+        if wakeup.generations(keys) != before:
+            # Woken meanwhile, perhaps by what this flush committed (the next message of
+            # a group's line, a dependent: ``lines``, ``dependencies``): on SQLite this
+            # connection's own commits leave its commit counter where it was, so claim
+            # without asking it.
+            self._again = True
 
     def _release(self, ds: list[Delivery]) -> None:
         settlement.release(ds, self.using)

@@ -1,0 +1,85 @@
+"""Counting the transactions a process commits on a database, from every thread: what
+the idle-cost tests pin (an idle worker's transactions a second, a trickle's per task).
+
+A transaction is what PostgreSQL's ``pg_stat_database.xact_commit`` would count for the
+process: each commit of an ``atomic`` block, and each statement run in autocommit mode
+(outside any block, every statement is a transaction of its own, a read as well). Only
+Django's connections are counted; the LISTEN connection and the SQLite commit watcher
+hold connections of their own that commit nothing (LISTEN and ``PRAGMA data_version``).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.backends.utils import CursorWrapper
+
+
+class Transactions:
+    """The running count of ``alias``'s transactions, by thread name; ``total()`` sums
+    them, leaving out the threads ``skip`` names (a test's producer)."""
+
+    def __init__(self, alias: str) -> None:
+        self.alias = alias
+        self.by_thread: Counter[str] = Counter()
+        self.statements: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def note(self, db: Any, sql: str | None) -> None:
+        if db.alias != self.alias:
+            return
+        name = threading.current_thread().name
+        with self._lock:
+            self.by_thread[name] += 1
+            if sql is not None:
+                self.statements[" ".join(sql.split()[:3])] += 1
+
+    def total(self, skip: tuple[str, ...] = ()) -> int:
+        with self._lock:
+            return sum(n for name, n in self.by_thread.items() if name not in skip)
+
+
+@contextmanager
+def counting(alias: str = "default") -> Iterator[Transactions]:
+    """Count ``alias``'s transactions committed by this process while the block runs."""
+    counted = Transactions(alias)
+    commit: Callable[..., Any] = BaseDatabaseWrapper.commit
+    execute: Callable[..., Any] = CursorWrapper._execute
+    executemany: Callable[..., Any] = CursorWrapper._executemany
+
+    def counted_commit(self: BaseDatabaseWrapper) -> Any:
+        out = commit(self)
+        counted.note(self, None)
+        return out
+
+    def autocommitted(self: CursorWrapper, sql: Any, *args: Any) -> None:
+        # SQLite's ``BEGIN IMMEDIATE`` opens a block (Django runs it in autocommit mode):
+        # the block counts at its commit.
+        text = str(sql)
+        if self.db.get_autocommit() and not self.db.in_atomic_block and text[:5] != "BEGIN":
+            counted.note(self.db, text)
+
+    def counted_execute(self: CursorWrapper, sql: Any, *args: Any) -> Any:
+        out = execute(self, sql, *args)
+        autocommitted(self, sql)
+        return out
+
+    def counted_executemany(self: CursorWrapper, sql: Any, *args: Any) -> Any:
+        out = executemany(self, sql, *args)
+        autocommitted(self, sql)
+        return out
+
+    BaseDatabaseWrapper.commit = counted_commit  # type: ignore[method-assign]
+    CursorWrapper._execute = counted_execute  # type: ignore[method-assign]
+    CursorWrapper._executemany = counted_executemany  # type: ignore[method-assign]
+    try:
+        yield counted
+    finally:
+        BaseDatabaseWrapper.commit = commit  # type: ignore[method-assign]
+        CursorWrapper._execute = execute  # type: ignore[method-assign]
+        CursorWrapper._executemany = executemany  # type: ignore[method-assign]

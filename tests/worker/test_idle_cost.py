@@ -1,0 +1,98 @@
+"""What a worker costs the database when there is little or nothing to do, as counts of
+transactions (not times: the machine is shared): an idle worker commits at most two
+transactions a second on average, and a trickle of messages (one every 50 ms) a claim
+and a completion per message and little else (at most 2.5 a message: the claim, the
+completion, and the claim's own lease-expiry statement at most every 250 ms; a worker
+that restarted its poll at 10 ms after each message made about five).
+
+The worker is woken the way a worker in another process is (NOTIFY on PostgreSQL, the
+commit watcher on SQLite): the in-process wake-up of a send is turned off. Its reaper,
+heartbeat and periodic ticker run as in production.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+import django_mqlite as mq
+from django_mqlite.consumers import Registry
+from django_mqlite.engine import send_one
+from django_mqlite.worker import Worker
+from tests.support.features import requires
+from tests.support.procs import wait_for
+from tests.support.transactions import Transactions, counting
+
+pytestmark = [pytest.mark.django_db(transaction=True), requires("wake_ups")]
+
+PRODUCER = "MainThread"
+
+
+class Running:
+    def __init__(self, worker: Worker) -> None:
+        self.worker = worker
+        self.thread = threading.Thread(target=worker.run, name="mqlite-worker-main")
+
+    def __enter__(self) -> Worker:
+        self.thread.start()
+        return self.worker
+
+    def __exit__(self, *exc: object) -> None:
+        self.worker.stop()
+        self.thread.join(30)
+        assert not self.thread.is_alive()
+
+
+@pytest.fixture
+def remote_sends(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Sends of this process wake the worker only as another process's would."""
+    monkeypatch.setattr(send_one.Wake, "__call__", lambda self: None)
+    yield
+
+
+def _report(counted: Transactions, what: str) -> str:
+    return f"{what}: {dict(counted.by_thread)} {dict(counted.statements)}"
+
+
+def test_an_idle_worker_commits_at_most_two_transactions_a_second(remote_sends: None) -> None:
+    mq.create_queue("idle")
+    registry = Registry()
+    registry.register("idle", lambda msg: None)
+    worker = Worker(["idle"], install_signals=False, registry=registry)
+    with Running(worker):
+        wait_for(lambda: worker.worker_id is not None, timeout=10, what="the worker's start")
+        time.sleep(3.0)  # start-up is over: the first claims, the reaper's first passes
+        with counting() as counted:
+            time.sleep(IDLE_S)
+        n = counted.total()
+    print(_report(counted, f"idle {IDLE_S}s: {n}"))
+    assert n <= 2 * IDLE_S, _report(counted, f"{n} transactions in {IDLE_S}s")
+
+
+IDLE_S = 10
+
+
+def test_a_trickle_costs_a_claim_and_a_completion_a_message(remote_sends: None) -> None:
+    mq.create_queue("trickle")
+    done: list[int] = []
+    registry = Registry()
+    registry.register("trickle", lambda msg: done.append(int(msg.body)))
+    worker = Worker(["trickle"], install_signals=False, registry=registry)
+    with Running(worker):
+        wait_for(lambda: worker.worker_id is not None, timeout=10, what="the worker's start")
+        time.sleep(1.0)
+        with counting() as counted:
+            for i in range(TASKS):
+                mq.send("trickle", i)
+                time.sleep(0.05)
+            wait_for(lambda: len(done) == TASKS, timeout=10, what="every task")
+            time.sleep(0.1)  # the last completion's flush
+        n = counted.total(skip=(PRODUCER,))
+    print(_report(counted, f"trickle {TASKS}: {n}"))
+    assert n <= 2.5 * TASKS + 4, _report(counted, f"{n} transactions for {TASKS} tasks")
+
+
+TASKS = 20
