@@ -7,9 +7,10 @@ holder, and live and pending keys are separate key spaces."""
 from __future__ import annotations
 
 import pytest
-from django.db import connection
+from django.db import IntegrityError, connection, transaction
 
 import django_mqlite as mq
+from django_mqlite.models import Message
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -157,3 +158,31 @@ def test_a_pending_key_on_a_message_with_dependencies_is_refused() -> None:
         send(depends_on=[first])
     assert [m.seq for m in mq.peek("jobs")] == before
     assert mq.send("jobs", "ok", unique_key="k", depends_on=[first]) > first  # 'live' is fine
+
+
+def test_the_database_itself_refuses_a_second_pending_holder() -> None:
+    """The window is the database's rule, not only the send's: a second row written
+    straight into the table with a held pending key is refused by the unique index (a
+    partial one on SQLite and PostgreSQL, one over a generated column on MariaDB,
+    migration 0020); once the holder is claimed, the same row is taken."""
+    first = send()
+    queue_id = Message.objects.get(seq=first).queue_id
+
+    def another(state: str = "active") -> None:
+        Message.objects.create(
+            queue_id=queue_id,
+            state=state,
+            visible_at=0,
+            enqueued_at=0,
+            body=b"x",
+            pending_key="k",
+        )
+
+    for state in ("active", "scheduled"):
+        with pytest.raises(IntegrityError), transaction.atomic():
+            another(state)
+    assert pending_holders() == [first]
+    another("deferred")  # outside the window: no clash
+    mq.receive("jobs")
+    another()
+    assert len(pending_holders()) == 1
