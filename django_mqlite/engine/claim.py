@@ -49,6 +49,7 @@ from . import (
     limits,
     lines,
     maintenance,
+    retry,
     tally,
     totals,
     tracing,
@@ -361,10 +362,11 @@ def claim(args: ReceiveArgs) -> list[Received]:
     expired leases return first, in their own statement (``expire_queue_locks``).
 
     Every claim of every surface (a worker, ``receive``, ``areceive``, HTTP, SQS) comes
-    here, so a claim that took messages is traced here, once (``tracing``)."""
+    here, so a claim that took messages is traced here, once (``tracing``). A claim
+    the database gave up to break a deadlock runs again (``retry``)."""
     tracer = tracing.watching()
     started = tracing.now_ns() if tracer is not None else 0
-    got = _claim(args)
+    got = retry.retried(args.alias, lambda: _claim(args))
     if got and tracer is not None:
         tracing.record_safely(lambda: tracer.received(args.queue, got, started))
     return got
@@ -476,34 +478,38 @@ def _receive_deferred(
     if not wanted:
         return []
     alias = databases.alias_of(using, queue)
-    cursor, dialect = databases.ctx(alias)
-    with transaction.atomic(using=alias):
-        q = load_queue(cursor, queue)
-        if q.paused:
-            return []
-        now = now_ms()
-        until = now + (lock_ms if lock_ms is not None else q.lock_duration_ms)
-        limit: str = "%s"
-        budget: list[int] = [len(wanted)]
-        if q.limited:
-            limit, budget = limits.budget(cursor, dialect, q, now, len(wanted))
-        pick = (
-            "SELECT seq FROM mqlite_message WHERE queue_id = %s AND state = 'deferred' "
-            f" AND seq IN ({batches.placeholders(len(wanted))}) "
-            " AND (expires_at IS NULL OR expires_at > %s) "
-            f" ORDER BY seq LIMIT {limit} {dialect.lock_suffix()}"
-        )
-        if max_bytes is not None:
-            pick = fitting(dialect, pick, "seq")
-            budget = [*budget, max_bytes]
-        cursor.execute(
-            "UPDATE mqlite_message SET state = 'locked', "
-            f"lock_token = {dialect.new_token_sql()}, locked_until = %s, visible_at = %s, "
-            f"delivery_count = delivery_count + 1 WHERE seq IN ({pick}) "
-            f"RETURNING {MESSAGE_COLUMNS}",
-            [until, now, q.id, *wanted, now, *budget],
-        )
-        rows = sorted((MessageRow(*r) for r in cursor.fetchall()), key=lambda r: r.seq)
-        limits.spend(cursor, dialect, q, now, len(rows))
-        totals.bump_totals(cursor, dialect, q.id, delivered=len(rows))
-        return [to_received(q, r, dialect, alias) for r in rows]
+
+    def attempt() -> list[Received]:
+        cursor, dialect = databases.ctx(alias)
+        with transaction.atomic(using=alias):
+            q = load_queue(cursor, queue)
+            if q.paused:
+                return []
+            now = now_ms()
+            until = now + (lock_ms if lock_ms is not None else q.lock_duration_ms)
+            limit: str = "%s"
+            budget: list[int] = [len(wanted)]
+            if q.limited:
+                limit, budget = limits.budget(cursor, dialect, q, now, len(wanted))
+            pick = (
+                "SELECT seq FROM mqlite_message WHERE queue_id = %s AND state = 'deferred' "
+                f" AND seq IN ({batches.placeholders(len(wanted))}) "
+                " AND (expires_at IS NULL OR expires_at > %s) "
+                f" ORDER BY seq LIMIT {limit} {dialect.lock_suffix()}"
+            )
+            if max_bytes is not None:
+                pick = fitting(dialect, pick, "seq")
+                budget = [*budget, max_bytes]
+            cursor.execute(
+                "UPDATE mqlite_message SET state = 'locked', "
+                f"lock_token = {dialect.new_token_sql()}, locked_until = %s, visible_at = %s, "
+                f"delivery_count = delivery_count + 1 WHERE seq IN ({pick}) "
+                f"RETURNING {MESSAGE_COLUMNS}",
+                [until, now, q.id, *wanted, now, *budget],
+            )
+            rows = sorted((MessageRow(*r) for r in cursor.fetchall()), key=lambda r: r.seq)
+            limits.spend(cursor, dialect, q, now, len(rows))
+            totals.bump_totals(cursor, dialect, q.id, delivered=len(rows))
+            return [to_received(q, r, dialect, alias) for r in rows]
+
+    return retry.retried(alias, attempt)

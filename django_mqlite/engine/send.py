@@ -26,6 +26,7 @@ from . import (
     dependencies,
     events,
     lines,
+    retry,
     send_one,
     totals,
     tracing,
@@ -143,8 +144,29 @@ def _send(
 ) -> list[int]:
     """The general send: dedup, ordered lines, batches. ``now`` is the enqueue time
     (default: the clock's); ``inserted`` receives the seqs of the rows it wrote (the
-    others collapsed into earlier messages)."""
+    others collapsed into earlier messages). A transaction of its own runs again when
+    the database gives it up (``retry``)."""
     alias = databases.alias_of(using, queue)
+
+    def attempt() -> list[int]:
+        wrote: list[int] = []
+        seqs = _send_once(alias, queue, messages, single=single, now=now, inserted=wrote)
+        if inserted is not None:
+            inserted.extend(wrote)
+        return seqs
+
+    return retry.retried(alias, attempt)
+
+
+def _send_once(
+    alias: str,
+    queue: str,
+    messages: Sequence[OutMessage],
+    *,
+    single: bool,
+    now: int | None,
+    inserted: list[int],
+) -> list[int]:
     cursor, dialect = databases.ctx(alias)
     refs = [None if m.depends_on is None else dependencies.check(m.depends_on) for m in messages]
     with transaction.atomic(using=alias):
@@ -189,8 +211,7 @@ def _send(
             fresh = _insert_each(cursor, dialect, q, fresh, now)
         else:
             _insert(cursor, dialect, q, fresh, now)
-        if inserted is not None:
-            inserted.extend(r.seq for r in fresh)
+        inserted.extend(r.seq for r in fresh)
         for r in fresh:
             if id(r) in waits:
                 dependencies.wait(cursor, r.seq, waits[id(r)])

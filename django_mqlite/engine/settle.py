@@ -58,6 +58,7 @@ from . import (
     heartbeat,
     lines,
     receipts,
+    retry,
     tally,
     totals,
     tracing,
@@ -113,28 +114,36 @@ def _settle(
 
     Every settlement of every surface comes here, so it is traced here, once
     (``tracing``): the messages' properties are read first, for their producers'
-    trace context, only while claims and settlements are traced."""
+    trace context, only while claims and settlements are traced. A settlement the
+    database gave up to break a deadlock runs again (``retry``)."""
     if not requests:
         return []
     tracer = tracing.watching()
     started = tracing.now_ns() if tracer is not None else 0
     carried: dict[int, dict[str, Any]] = {}
     alias = databases.alias_of(using, queue)
-    with transaction.atomic(using=alias):
-        cursor, dialect = databases.ctx(alias)
-        q = load_queue(cursor, queue)
-        now = now_ms()
-        if tracer is not None:
-            carried = tracing.carried_properties(cursor, dialect, q.id, [r[0] for r in requests])
-        done = apply(cursor, dialect, q, now)
-        finished.announce(cursor, dialect, queue, done.values())
-        replayed: set[int] = set()
-        missed = [r for r in requests if r[0] not in done]
-        if verb is not None:
-            receipts.write(cursor, q.id, verb, [r for r in requests if r[0] in done], now)
-            replayed = receipts.replayed(cursor, q.id, verb, missed, now)
-        missed = [r for r in missed if r[0] not in replayed]
-        gone = _gone(cursor, q.id, verb, missed, now) if lapsed and missed else set()
+
+    def attempt() -> tuple[Done, set[int], set[int]]:
+        with transaction.atomic(using=alias):
+            cursor, dialect = databases.ctx(alias)
+            q = load_queue(cursor, queue)
+            now = now_ms()
+            if tracer is not None:
+                carried.update(
+                    tracing.carried_properties(cursor, dialect, q.id, [r[0] for r in requests])
+                )
+            done = apply(cursor, dialect, q, now)
+            finished.announce(cursor, dialect, queue, done.values())
+            replayed: set[int] = set()
+            missed = [r for r in requests if r[0] not in done]
+            if verb is not None:
+                receipts.write(cursor, q.id, verb, [r for r in requests if r[0] in done], now)
+                replayed = receipts.replayed(cursor, q.id, verb, missed, now)
+            missed = [r for r in missed if r[0] not in replayed]
+            gone = _gone(cursor, q.id, verb, missed, now) if lapsed and missed else set()
+            return done, replayed, gone
+
+    done, replayed, gone = retry.retried(alias, attempt)
     results = [
         done.get(seq)
         or Settled(
@@ -651,16 +660,21 @@ def release(queue: str, items: Sequence[Pair], *, using: str | None = None) -> l
     if not pairs:
         return []
     alias = databases.alias_of(using, queue)
-    with transaction.atomic(using=alias):
-        cursor, _ = databases.ctx(alias)
-        q = load_queue(cursor, queue)
-        now = now_ms()
-        cursor.execute(
-            "UPDATE mqlite_message SET state = 'active', lock_token = NULL, "
-            "locked_until = NULL, locked_by = NULL, visible_at = %s, pending_key = NULL, "
-            "delivery_count = CASE WHEN delivery_count > 0 THEN delivery_count - 1 ELSE 0 END "
-            f"WHERE {fence(len(pairs))} RETURNING seq",
-            [now, q.id, now, *(v for pair in pairs for v in pair)],
-        )
-        done = {seq for (seq,) in cursor.fetchall()}
-        return [seq in done for seq, _ in pairs]
+
+    def attempt() -> set[int]:
+        with transaction.atomic(using=alias):
+            cursor, _ = databases.ctx(alias)
+            q = load_queue(cursor, queue)
+            now = now_ms()
+            cursor.execute(
+                "UPDATE mqlite_message SET state = 'active', lock_token = NULL, "
+                "locked_until = NULL, locked_by = NULL, visible_at = %s, pending_key = NULL, "
+                "delivery_count = "
+                "CASE WHEN delivery_count > 0 THEN delivery_count - 1 ELSE 0 END "
+                f"WHERE {fence(len(pairs))} RETURNING seq",
+                [now, q.id, now, *(v for pair in pairs for v in pair)],
+            )
+            return {seq for (seq,) in cursor.fetchall()}
+
+    done = retry.retried(alias, attempt)
+    return [seq in done for seq, _ in pairs]

@@ -1,6 +1,7 @@
 """An idle worker notices a send from another process within milliseconds, without
 claiming in a loop: through NOTIFY on PostgreSQL, through the commit counter
-(``listen.CommitWatcher``, ``PRAGMA data_version``) on SQLite.
+(``listen.CommitWatcher``, ``PRAGMA data_version``) on SQLite. A database with neither
+(MariaDB) has only the bounded poll.
 
 A send in this process also wakes its waiters directly (``send_one.Wake``); the tests
 turn that off, so the only way the worker can hear of the send is the way a worker in
@@ -22,11 +23,13 @@ import django_mqlite as mq
 from django_mqlite.consumers import Registry
 from django_mqlite.engine import listen, send_one, wakeup
 from django_mqlite.worker import Worker, runner
+from tests.support.features import requires
 from tests.support.procs import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
+@requires("cross_process_wakeup")
 def test_an_idle_worker_starts_another_process_s_send_within_milliseconds(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -37,6 +37,10 @@ class Dialect:
     #: A JSON column keeps the text it is given (SQLite's TEXT) rather than parsing it
     #: into a binary type that refuses what JSON cannot hold (PostgreSQL's jsonb).
     json_is_text = False
+    #: The database may give up a transaction to break a cycle of lock waits and say so
+    #: by an error ``restarts_transaction`` recognises: a transaction the engine opened
+    #: then runs again (``engine/retry.py``).
+    retries_deadlocks = False
     #: The SQL type a body is cast to.
     blob_type = "blob"
 
@@ -119,6 +123,12 @@ class Dialect:
             return
         for key in sorted(set(keys)):
             cursor.execute(sql, [key])
+
+    def restarts_transaction(self, exc: BaseException) -> bool:
+        """Whether ``exc`` means the database rolled back the whole transaction to break
+        a cycle of lock waits, so that a transaction the engine opened may run again
+        (``engine/retry.py``)."""
+        return False
 
     def clock_ms_sql(self) -> str:
         """A query returning the database server's wall clock, in ms since the epoch."""

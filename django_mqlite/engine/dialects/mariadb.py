@@ -31,7 +31,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from .base import Dialect
-from .mariadb_sql import TOKEN_MARKER, MariaDBEngineCursor
+from .mariadb_sql import DEADLOCK, TOKEN_MARKER, MariaDBEngineCursor, error_code
 
 #: Rows of ``mqlite_lock`` (migration 0017): a lock key takes row ``crc32(key) % LOCKS``.
 LOCKS = 4096
@@ -49,6 +49,8 @@ class MariaDBDialect(Dialect):
     concurrent_writers = True
     # The mqlite_count_enqueued trigger of migration 0017 adds every insert.
     counts_enqueued = True
+    # InnoDB's deadlock (1213) rolls back the whole transaction.
+    retries_deadlocks = True
     # JSON columns are LONGTEXT checked by json_valid(), which refuses what JSON cannot
     # hold (a lone surrogate's escape, as jsonb does): not the text-keeping kind.
     blob_type = "BINARY"
@@ -99,6 +101,11 @@ class MariaDBDialect(Dialect):
                 slots,
             )
             cursor.fetchall()
+
+    def restarts_transaction(self, exc: BaseException) -> bool:
+        # A deadlock rolls back the whole transaction (a lock wait timeout only the
+        # statement: the engine cursor tries that one again).
+        return error_code(exc) == DEADLOCK
 
     def clock_ms_sql(self) -> str:
         return "SELECT CAST(UNIX_TIMESTAMP(SYSDATE(3)) * 1000 AS SIGNED)"

@@ -20,8 +20,9 @@ two do), set once per connection; a double-quoted name becomes a backquoted one.
 
 A lock wait timeout (1205) rolls back only the statement (InnoDB's default), so the
 statement is tried again, up to ``LOCK_WAIT_RETRIES`` times; a deadlock (1213) rolls
-back the whole transaction, so it is retried only for a statement that is its own
-transaction (autocommit), and raised otherwise.
+back the whole transaction, so it is retried here only for a statement that is its own
+transaction (autocommit), and raised otherwise: ``engine/retry.py`` runs again a whole
+transaction the engine opened itself.
 """
 
 from __future__ import annotations
@@ -42,6 +43,11 @@ TOKEN_MARKER = "mqlite_new_token()"  # noqa: S105 - SQL text, not a secret
 #: the row as it was (the standard's rule, and SQLite's and PostgreSQL's), not each the
 #: one before it.
 SESSION_MODE = "SET SESSION sql_mode = CONCAT(@@sql_mode, ',SIMULTANEOUS_ASSIGNMENT')"
+#: MariaDB's error codes: a lock wait timed out (the statement is rolled back), a
+#: deadlock (the whole transaction is), a duplicate key.
+LOCK_WAIT = 1205
+DEADLOCK = 1213
+DUPLICATE = 1062
 LOCK_WAIT_RETRIES = 3
 DEADLOCK_RETRIES = 5
 #: The key each table's rows are read back by.
@@ -295,7 +301,7 @@ def _on_conflict(sql: str, at: int) -> tuple[str, tuple[list[str], str, str, str
 # -- the cursor --------------------------------------------------------------------------
 
 
-def _error_code(exc: BaseException) -> int | None:
+def error_code(exc: BaseException) -> int | None:
     cause = exc.__cause__ or exc
     args = getattr(cause, "args", ())
     return args[0] if args and isinstance(args[0], int) else None
@@ -366,12 +372,12 @@ class MariaDBEngineCursor:
                 self.cursor.execute(text, args)
                 return
             except OperationalError as exc:
-                code = _error_code(exc)
+                code = error_code(exc)
                 tries += 1
-                if code == 1205 and tries <= LOCK_WAIT_RETRIES:
+                if code == LOCK_WAIT and tries <= LOCK_WAIT_RETRIES:
                     continue
                 if (
-                    code == 1213
+                    code == DEADLOCK
                     and tries <= DEADLOCK_RETRIES
                     and not connections[self.db.alias].in_atomic_block
                 ):
@@ -592,7 +598,7 @@ class MariaDBEngineCursor:
             try:
                 self._run(sql, insert_params)
             except IntegrityError as exc:
-                if _error_code(exc) != 1062:
+                if error_code(exc) != DUPLICATE:
                     raise
             else:
                 self._rows = [tuple(r) for r in self.cursor.fetchall()] if returning else []
