@@ -23,7 +23,7 @@ from typing import Any
 from django.db import connections, transaction
 
 from . import databases, events, prepared, wakeup
-from .dialects import Dialect
+from .dialects import Dialect, dialect_for
 from .prepare import Row
 from .types import TOTAL_NAMES
 
@@ -83,7 +83,7 @@ def flush_deferred_counts(alias: str) -> None:
     (PostgreSQL), so a reader of the totals inside the transaction sees its own sends.
     Nothing to do outside a transaction or when no count waits."""
     conn = connections[alias]
-    if conn.vendor != "postgresql" or not conn.in_atomic_block:
+    if not dialect_for(alias).defers_counts or not conn.in_atomic_block:
         return
     marks = [
         entry[1]

@@ -24,7 +24,7 @@ from typing import Any
 
 from django.db import DatabaseError, connection
 
-from tests.support.dbfaults import terminate_backends
+from tests.support import dbfaults
 
 #: The PostgreSQL cluster the long form restarts (``pg_ctlcluster`` version and name,
 #: ``MQLITE_FAULTS_PG_CLUSTER``, with ``PGPORT`` pointing the tests at it): a private
@@ -86,8 +86,8 @@ class Nemesis:
     def kinds(self) -> list[str]:
         kinds = ["sigkill-worker", "sigkill-child", "sigkill-producer"]
         kinds += ["sigstop-worker", "sigstop-worker"]
-        if connection.vendor == "postgresql":
-            kinds += ["pg-terminate"] * 3
+        if dbfaults.has_sessions(connection):
+            kinds += ["pg-terminate"] * 3  # every session ended (MariaDB: KILL)
         else:
             kinds += ["sqlite-lock-holder-killed"]
         return kinds
@@ -180,7 +180,7 @@ class Nemesis:
         return m.proc.pid
 
     def pg_terminate(self) -> int:
-        return terminate_backends(connection.get_connection_params())
+        return dbfaults.terminate_backends(connection)
 
     def pg_restart(self) -> float:
         """Restart the server (fast mode, after a checkpoint so that the shutdown's own

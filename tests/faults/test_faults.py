@@ -32,6 +32,7 @@ from django.db import connection, transaction
 import django_mqlite as mq
 from django_mqlite.models import Worker as WorkerRow
 from django_mqlite.tasks.compat import task_backends
+from tests.support import dbfaults
 from tests.workerproject.recorder import tasks
 
 from ..reliability.harness import Fleet
@@ -82,9 +83,7 @@ def tables() -> Iterator[None]:
 
 def name_parent() -> None:
     """Name this test's connection so that the nemesis's terminations spare it."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SET application_name = 'mqlite-test-parent'")
+    dbfaults.spare(connection)
 
 
 def completed_total() -> int:

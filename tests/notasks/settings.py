@@ -6,11 +6,12 @@ from __future__ import annotations
 import os
 
 from tests.settings import *  # noqa: F403
-from tests.settings import INSTALLED_APPS
+from tests.settings import INSTALLED_APPS, MQLITE
 
 INSTALLED_APPS = [app for app in INSTALLED_APPS if app != "django_tasks"]
 del TASKS  # noqa: F821
-MQLITE = {
+MQLITE = {  # the database's own switches (MariaDB's, PgBouncer's LISTEN) kept
+    **MQLITE,
     "QUEUES": {"declared": {}},
     "SQS": {"CREDENTIALS": {"AKIDTEST": "test-secret"}},
 }

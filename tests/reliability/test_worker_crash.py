@@ -2,16 +2,14 @@
 returns to ``active`` (through lease expiry, or the stale-worker pass), or to the DLQ
 when that was the message's last allowed delivery: a crash never buys an extra
 delivery. Mid-settle is made deterministic by holding the database lock the settlement
-needs (SQLite: ``BEGIN IMMEDIATE``; PostgreSQL: the message row ``FOR UPDATE``), killing
+needs (SQLite: ``BEGIN IMMEDIATE``; PostgreSQL and MariaDB: the message row ``FOR
+UPDATE``; ``tests/support/dbfaults.py``), killing
 the worker while its settlement waits, then letting go.
 """
 
 from __future__ import annotations
 
-import sqlite3
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +18,7 @@ from django.db import connection
 from django.test import override_settings
 
 import django_mqlite as mq
+from tests.support.dbfaults import message_locked, settlement_waiting
 
 from .harness import Fleet, check_totals, receipts, wait_until
 
@@ -83,37 +82,6 @@ def test_sigkill_mid_handler_returns_the_lock_then_buries_at_the_last_delivery(
     assert t["delivered"] == 2 and t["reclaimed"] == 2 and t["exhausted"] == 1, t
 
 
-@contextmanager
-def settlement_blocked(seq: int) -> Iterator[None]:
-    """Hold what the settlement of ``seq`` must wait for, from another connection."""
-    if connection.vendor == "sqlite":
-        conn = sqlite3.connect(str(connection.settings_dict["NAME"]), isolation_level=None)
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield
-        finally:
-            conn.execute("ROLLBACK")
-            conn.close()
-    else:
-        import psycopg
-
-        with psycopg.connect(**connection.get_connection_params()) as conn:
-            conn.execute("SELECT 1 FROM mqlite_message WHERE seq = %s FOR UPDATE", [seq])
-            yield
-            conn.rollback()
-
-
-def waiting_settlement() -> bool:
-    """PostgreSQL: a worker's settlement statement is waiting on our row lock."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-            "AND wait_event_type = 'Lock' AND query ~ '^(DELETE|UPDATE) mqlite_message|^WITH v|"
-            "^(DELETE FROM|UPDATE) mqlite_message'"
-        )
-        return bool(cursor.fetchone()[0])
-
-
 @pytest.mark.parametrize("verb", ["complete", "abandon"])
 @pytest.mark.parametrize("last", [False, True], ids=["retry", "last_delivery"])
 def test_sigkill_mid_settle_never_buys_an_extra_delivery(
@@ -130,11 +98,15 @@ def test_sigkill_mid_settle_never_buys_an_extra_delivery(
     try:
         worker = fleet.start("-q", "crash", "--no-reaper")
         wait_until(lambda: delivered(fleet, seq, 1), 30, what="delivery 1")
-        with settlement_blocked(seq):
-            if connection.vendor == "postgresql":
-                wait_until(waiting_settlement, 30, what="settlement waiting on the lock")
-            else:
+        with message_locked(connection, seq):
+            if settlement_waiting(connection) is None:
                 time.sleep(2.5)  # the handler is done; its settlement waits for the lock
+            else:
+                wait_until(
+                    lambda: bool(settlement_waiting(connection)),
+                    30,
+                    what="settlement waiting on the lock",
+                )
             fleet.kill(worker)
         token = fleet.deliveries("crash")[0]["token"]
         assert token not in receipts(), "the killed settlement committed"
