@@ -53,11 +53,15 @@ def peek(
     q = load_queue(cursor, queue)
     where = "queue_id = %s AND seq > %s"
     params: list[Any] = [q.id, after_seq]
+    hint = ""
     if state is not None:
         where += " AND state = %s"
         params.append(state)
+        # (queue, state, seq) gives the rows in seq order: no other index may be
+        # weighed better (MariaDB's state-led ones would sort).
+        hint = dialect.index_hint("mqlite_msg_state")
     cursor.execute(
-        f"SELECT {_PEEK_COLUMNS} FROM mqlite_message WHERE {where} ORDER BY seq LIMIT %s",
+        f"SELECT {_PEEK_COLUMNS} FROM mqlite_message {hint} WHERE {where} ORDER BY seq LIMIT %s",
         [*params, limit],
     )
     out = []
