@@ -11,6 +11,9 @@ instead of skipping them when none does (CI sets it). The two databases' runs go
 by side, their lines prefixed (``--serial`` runs them one after the other), each spread
 over two pytest-xdist processes (``--workers N``; 0 for none). Arguments
 after ``--`` go to pytest, e.g. ``python3 dev.py test --db sqlite -- -k fencing``.
+``--db mariadb`` runs the suite on MariaDB instead (a server on MYSQL_HOST:MYSQL_PORT,
+default 127.0.0.1:3306, user root; the ``mariadb`` extra needs the MariaDB client
+library and pkg-config to build); CI runs it as well.
 """
 
 from __future__ import annotations
@@ -68,8 +71,14 @@ def mariadb_client() -> bool:
 
 
 def postgres_up() -> bool:
-    host = os.environ.get("PGHOST", "127.0.0.1")
-    port = int(os.environ.get("PGPORT", "5432"))
+    return server_up("PGHOST", "PGPORT", 5432)
+
+
+def server_up(host_env: str, port_env: str, default_port: int) -> bool:
+    """Whether a server answers on the host and port those variables name (default
+    127.0.0.1 and ``default_port``)."""
+    host = os.environ.get(host_env, "127.0.0.1")
+    port = int(os.environ.get(port_env, str(default_port)))
     try:
         with socket.create_connection((host, port), timeout=2):
             return True
@@ -104,6 +113,11 @@ def cmd_test(args: argparse.Namespace) -> None:
         env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings"}
         run(PY, "-m", "django", "makemigrations", "--check", "--dry-run", env=env)
     dbs = ["sqlite", "postgres"] if args.db == "all" else [args.db]
+    if "mariadb" in dbs and not (mariadb_client() and server_up("MYSQL_HOST", "MYSQL_PORT", 3306)):
+        sys.exit(
+            "MariaDB is required (--db mariadb) but no server answers on MYSQL_HOST:MYSQL_PORT "
+            "or the MariaDB client library is missing (apt-get install libmariadb-dev pkg-config)"
+        )
     if "postgres" in dbs and not postgres_up():
         if os.environ.get("MQLITE_REQUIRE_POSTGRES") == "1":
             sys.exit("PostgreSQL is required (MQLITE_REQUIRE_POSTGRES=1) but not reachable")
@@ -163,7 +177,12 @@ def main() -> None:
     demo = sub.add_parser("demo", help="run the example project's demo on SQLite")
     demo.set_defaults(func=cmd_demo)
     test = sub.add_parser("test", help="lint, type-check and run the suite on both databases")
-    test.add_argument("--db", choices=["sqlite", "postgres", "all"], default="all")
+    test.add_argument(
+        "--db",
+        choices=["sqlite", "postgres", "mariadb", "all"],
+        default="all",
+        help="all: SQLite and PostgreSQL side by side (default)",
+    )
     test.add_argument("--no-lint", action="store_true", help="skip ruff, mypy, migrations")
     test.add_argument(
         "--workers",
