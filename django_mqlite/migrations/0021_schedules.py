@@ -62,5 +62,6 @@ class Migration(migrations.Migration):
                 "permissions": [("operate_schedule", "Can pause, resume and run schedules")],
             },
         ),
-        migrations.RunPython(_collate, migrations.RunPython.noop),
+        # DDL on MariaDB commits as it goes: not inside a transaction (which Django refuses).
+        migrations.RunPython(_collate, migrations.RunPython.noop, atomic=False),
     ]

@@ -157,7 +157,7 @@ def test_publish_refuses_a_unique_key(q: str) -> None:
 
 def test_a_message_waiting_on_dependencies_holds_its_key(q: str) -> None:
     """``waiting`` is a live state: the unique index counts it (on MariaDB too, whose
-    index stands on a generated column, migration 0020), so a second send of the key
+    index stands on a generated column, migration 0022), so a second send of the key
     gets the waiting holder, and after the release still only one holds it."""
     dep = mq.send(q, b"dependency")
     waiting = mq.send(q, b"a", unique_key="k", depends_on=[dep])

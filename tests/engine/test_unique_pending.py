@@ -164,7 +164,7 @@ def test_the_database_itself_refuses_a_second_pending_holder() -> None:
     """The window is the database's rule, not only the send's: a second row written
     straight into the table with a held pending key is refused by the unique index (a
     partial one on SQLite and PostgreSQL, one over a generated column on MariaDB,
-    migration 0020); once the holder is claimed, the same row is taken."""
+    migration 0022); once the holder is claimed, the same row is taken."""
     first = send()
     queue_id = Message.objects.get(seq=first).queue_id
 

@@ -241,3 +241,34 @@ def settlement_waiting(wrapper: BaseDatabaseWrapper) -> bool | None:
                 "WHERE t.trx_state = 'LOCK WAIT' AND p.db = DATABASE()"
             )
         return bool(cursor.fetchone()[0])
+
+
+def another_transaction_open(wrapper: BaseDatabaseWrapper) -> bool:
+    """Whether another connection to ``wrapper``'s database is inside a transaction
+    (SQLite: holds the write lock)."""
+    if wrapper.vendor == "sqlite":
+        probe = sqlite3.connect(wrapper.settings_dict["NAME"], timeout=0.1)
+        try:
+            probe.execute("BEGIN IMMEDIATE")
+            probe.execute("ROLLBACK")
+            return False
+        except sqlite3.OperationalError:
+            return True
+        finally:
+            probe.close()
+    with wrapper.cursor() as cursor:
+        if wrapper.vendor == "postgresql":
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                " AND pid <> pg_backend_pid() AND state LIKE 'idle in transaction%%'"
+                " OR (state = 'active' AND datname = current_database()"
+                " AND pid <> pg_backend_pid() AND backend_type = 'client backend')"
+            )
+        else:
+            cursor.execute(
+                "SELECT count(*) FROM information_schema.INNODB_TRX t "
+                "JOIN information_schema.PROCESSLIST p ON p.id = t.trx_mysql_thread_id "
+                "WHERE p.db = DATABASE() AND p.id <> CONNECTION_ID() "
+                "AND (t.trx_rows_locked > 0 OR t.trx_rows_modified > 0)"
+            )
+        return bool(cursor.fetchone()[0])

@@ -6,7 +6,6 @@ attempt, instead of running side effects another worker may already have run
 from __future__ import annotations
 
 import signal
-import sqlite3
 import threading
 import time
 from typing import Any
@@ -20,6 +19,7 @@ from django_mqlite.consumers import Registry
 from django_mqlite.engine import settle
 from django_mqlite.worker import Worker, background, runner, settlement
 from django_mqlite.worker.prefetch import start_margin_s
+from tests.support import dbfaults
 from tests.support.procs import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -242,26 +242,9 @@ def freeze_holding_prefetched(proc: Any, threads: int) -> set[int]:
 def in_a_transaction() -> bool:
     """True when another connection to the test database sits inside a transaction,
     i.e. the frozen worker was stopped mid-settle: the reclaim below would wait on its
-    row locks until SIGCONT, which comes only after the reclaim (PostgreSQL), or fail
-    on its write lock (SQLite). Such a freeze is retried."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
-                " AND pid <> pg_backend_pid() AND state LIKE 'idle in transaction%%'"
-                " OR (state = 'active' AND datname = current_database()"
-                " AND pid <> pg_backend_pid() AND backend_type = 'client backend')"
-            )
-            return bool(cursor.fetchone()[0])
-    probe = sqlite3.connect(connection.settings_dict["NAME"], timeout=0.1)
-    try:
-        probe.execute("BEGIN IMMEDIATE")
-        probe.execute("ROLLBACK")
-        return False
-    except sqlite3.OperationalError:
-        return True
-    finally:
-        probe.close()
+    row locks until SIGCONT, which comes only after the reclaim (PostgreSQL, MariaDB), or
+    fail on its write lock (SQLite). Such a freeze is retried."""
+    return dbfaults.another_transaction_open(connection)
 
 
 @override_settings(MQLITE={"WORKER_STALE_AFTER": 3600})

@@ -71,7 +71,7 @@ def drop(apps, schema_editor):  # type: ignore[no-untyped-def]
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("django_mqlite", "0019_unique_pending"),
+        ("django_mqlite", "0021_schedules"),
     ]
 
     # DDL on MariaDB commits as it goes: no transaction around it.
