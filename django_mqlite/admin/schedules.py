@@ -49,7 +49,10 @@ def _spec(data: dict[str, Any]) -> dict[str, Any]:
     return {arg: data.get(field) for field, arg in SPEC.items()}
 
 
-class ScheduleForm(forms.ModelForm[Schedule]):
+# Not ModelForm[Schedule]: the subscript exists for the type checker only (django-stubs),
+# and a process that has not imported what adds it at run time (a worker, a project
+# without the test settings' imports) failed to import the admin.
+class ScheduleForm(forms.ModelForm):
     jitter_s = forms.IntegerField(label="jitter (seconds)", initial=0)
 
     class Meta:
@@ -122,7 +125,7 @@ def _each(
         )
 
 
-class ScheduleAdmin(admin.ModelAdmin[Schedule]):
+class ScheduleAdmin(admin.ModelAdmin):  # not [Schedule]: see ScheduleForm
     form = ScheduleForm
     list_display = ("name", "target", "cron", "timezone", "paused", "overlap", "jitter_s")
     list_filter = ("paused", "overlap")
