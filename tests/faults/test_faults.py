@@ -60,7 +60,7 @@ FLEET = {
 WORKERS = [(), ("--processes", "2"), ("--concurrency", "8")]
 PRODUCERS = 3
 # Queues every worker serves when it is given no --queue: all that have a consumer.
-OTHER_QUEUES = ("work", "slow", "sweep", "crash", "faults", "drain")
+OTHER_QUEUES = ("work", "slow", "sweep", "crash", "faults", "drain", "flows")
 TASK_QUEUES = ("tasks", "tasks-other")
 
 
