@@ -74,5 +74,9 @@ def test_the_renewal_answer_carries_the_cancel_request(api: Any) -> None:
     with CaptureQueriesContext(connections[mq.database_of("c")]) as ran:
         r = api.post(path, {"lock_token": m.lock_token}, format="json")
     assert (r.status_code, r.json()["cancel_requested"]) == (200, True)
+    # The one renewal statement writes the row and answers (where
+    # the database has no UPDATE ... RETURNING, the MariaDB engine cursor locks the row
+    # and reads it back around that one UPDATE: dialects.mariadb_sql).
     touching = [q["sql"] for q in ran.captured_queries if "mqlite_message" in q["sql"]]
-    assert len(touching) == 1 and touching[0].lstrip().upper().startswith("UPDATE"), touching
+    writes = [s for s in touching if not s.lstrip().upper().startswith("SELECT")]
+    assert len(writes) == 1 and writes[0].lstrip().upper().startswith("UPDATE"), touching
