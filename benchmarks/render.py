@@ -18,6 +18,7 @@ import re
 import statistics
 import textwrap
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -403,6 +404,20 @@ SESSION_2026_12_04 = [  # (run, results file), in the order they ran
     ("QB2", "results-2026-12-04-quick-before-2.json"),
 ]
 _RUN_FILE = dict(SESSION_2026_12_04)
+# 2026-12-05: the defaults and the quick tuned scenarios before (7461412: before
+# dependencies, chains, unique keys for Tasks, keys held while pending, cancelling
+# running work, progress and checkpoints) and after (be2707a), a cooldown between runs.
+SESSION_2026_12_05 = [  # (run, results file), in the order they ran
+    ("B1", "defaults-2026-12-05-before-1.json"),
+    ("A1", "defaults-2026-12-05-after-1.json"),
+    ("A2", "defaults-2026-12-05-after-2.json"),
+    ("B2", "defaults-2026-12-05-before-2.json"),
+    ("QB1", "results-2026-12-05-quick-before-1.json"),
+    ("QA1", "results-2026-12-05-quick-after-1.json"),
+    ("QA2", "results-2026-12-05-quick-after-2.json"),
+    ("QB2", "results-2026-12-05-quick-before-2.json"),
+]
+QUICK_PAIRS_2026_12_05 = [("QB1", "QA1"), ("QB2", "QA2")]  # (before, after); pair 2: after first
 # The [otel] pairs (first run, second run): plain first, otel first, plain first, otel first.
 OTEL_PAIRS_2026_12_04 = [("A1", "O1"), ("O2", "A2"), ("A3", "O3"), ("O4", "A4")]
 # Runs of the same code back to back (a cooldown between them, as between all runs).
@@ -423,15 +438,15 @@ def _gm(values: list[float]) -> float:
     return statistics.geometric_mean(values)
 
 
-def session_2026_12_04(_: Data) -> str:
-    """Every run of the session: when, on what load, which code, with or without the
+def session_runs(runs: list[tuple[str, str]], _: Data) -> str:
+    """Every run of a session: when, on what load, which code, with or without the
     extra (all from the files' own machine block and the engine path their child read)."""
     lines = [
         "| run | results file | started (UTC) | one-minute load, start → end "
         "| code imported | opentelemetry-api |",
         "|---|---|---|---|---|---|",
     ]
-    for label, name in SESSION_2026_12_04:
+    for label, name in runs:
         d = load(name)
         m = d["machine"]
         tree = Path(d["results"]["sqlite"]["engine"]).parent.parent.name
@@ -444,20 +459,38 @@ def session_2026_12_04(_: Data) -> str:
     return "\n".join(lines)
 
 
-def before_after_2026_12_04(_: Data) -> str:
+def _sides(
+    runs: list[tuple[str, str]], before: str, after: str
+) -> tuple[list[str], list[str], list[Data], list[Data]]:
+    """The labels and loaded files of a session's *before* and *after* runs."""
+    files = dict(runs)
+    b, a = before.split(), after.split()
+    return b, a, [load(files[x]) for x in b], [load(files[x]) for x in a]
+
+
+def _cpu_ratio(before: list[Data], after: list[Data], db: str, k: str) -> float | None:
+    """CPU per task, the median over after's runs ÷ before's (None: not measured)."""
+    if "cpu_us_per_msg" not in _flat(before[0], db)[k]:
+        return None
+    cw = statistics.median(_per_run(before, db, k, "cpu_us_per_msg"))
+    return statistics.median(_per_run(after, db, k, "cpu_us_per_msg")) / cw
+
+
+def before_after_runs(runs: list[tuple[str, str]], before: str, after: str, _: Data) -> str:
     """The defaults before and after: the median over each side's runs, every run's
     value beside it, and CPU per task (the figure the machine's load moves least)."""
-    before, after = _runs("B1 B2"), _runs("A1 A2 A3 A4")
+    bl, al, was_runs, now_runs = _sides(runs, before, after)
     lines = [
-        "| database | measure | before: median (B1 / B2) "
-        "| after: median (A1 / A2 / A3 / A4) | after ÷ before | after's runs "
-        "| next to each other: A1 ÷ B1 / A4 ÷ B2 | CPU per task, after ÷ before |",
+        f"| database | measure | before: median ({' / '.join(bl)}) "
+        f"| after: median ({' / '.join(al)}) | after ÷ before | after's runs "
+        f"| next to each other: {al[0]} ÷ {bl[0]} / {al[-1]} ÷ {bl[-1]} "
+        "| CPU per task, after ÷ before |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for db, label in _DBS:
         for key, name in _MEASURES.items():
             k = f"mqlite.{key}"
-            was, now = _per_run(before, db, k), _per_run(after, db, k)
+            was, now = _per_run(was_runs, db, k), _per_run(now_runs, db, k)
             mw, mn = statistics.median(was), statistics.median(now)
             if min(now) > max(was):
                 where = "all above before's"
@@ -465,15 +498,12 @@ def before_after_2026_12_04(_: Data) -> str:
                 where = "**all below before's**"
             else:
                 where = "overlap before's"
-            cpu = "-"
-            if "cpu_us_per_msg" in _flat(before[0], db)[k]:
-                cw = statistics.median(_per_run(before, db, k, "cpu_us_per_msg"))
-                cn = statistics.median(_per_run(after, db, k, "cpu_us_per_msg"))
-                cpu = f"{cn / cw:.2f}"
+            cpu = _cpu_ratio(was_runs, now_runs, db, k)
             lines.append(
                 f"| {label} | {name} | {_n(mw)}/s ({' / '.join(_n(v) for v in was)}) "
                 f"| {_n(mn)}/s ({' / '.join(_n(v) for v in now)}) | {mn / mw:.2f} "
-                f"| {where} | {now[0] / was[0]:.2f} / {now[-1] / was[-1]:.2f} | {cpu} |"
+                f"| {where} | {now[0] / was[0]:.2f} / {now[-1] / was[-1]:.2f} "
+                f"| {'-' if cpu is None else f'{cpu:.2f}'} |"
             )
     return "\n".join(lines)
 
@@ -606,12 +636,16 @@ def order_summary_2026_12_04(_: Data) -> str:
     )
 
 
-def quick_before_after_2026_12_04(_: Data) -> str:
+def quick_before_after_runs(
+    runs: list[tuple[str, str]], quick_pairs: list[tuple[str, str]], _: Data
+) -> str:
     """Each django-mqlite row and raw floor of the quick tuned runs: after ÷ before in
     each pair and the geometric mean of the two."""
-    pairs = [(load(_RUN_FILE[b]), load(_RUN_FILE[a])) for b, a in QUICK_PAIRS_2026_12_04]
+    files = dict(runs)
+    pairs = [(load(files[b]), load(files[a])) for b, a in quick_pairs]
+    each = " / ".join(f"{a} ÷ {b}" for b, a in quick_pairs)
     lines = [
-        "| database | result | unit | before (QB1) | after ÷ before: QA1 ÷ QB1 / QA2 ÷ QB2 "
+        f"| database | result | unit | before ({quick_pairs[0][0]}) | after ÷ before: {each} "
         "| geometric mean |",
         "|---|---|---|---|---|---|",
     ]
@@ -626,22 +660,21 @@ def quick_before_after_2026_12_04(_: Data) -> str:
     return "\n".join(lines)
 
 
-def before_after_verdict_2026_12_04(_: Data) -> str:
+def before_after_verdict_runs(runs: list[tuple[str, str]], before: str, after: str, _: Data) -> str:
     """The defaults before and after in words, per database, from the table's figures."""
-    before, after = _runs("B1 B2"), _runs("A1 A2 A3 A4")
+    _b, _a, was_runs, now_runs = _sides(runs, before, after)
     parts = []
     for db, label in _DBS:
         med, near, cpu, below = [], [], [], 0
         for key in _MEASURES:
             k = f"mqlite.{key}"
-            was, now = _per_run(before, db, k), _per_run(after, db, k)
+            was, now = _per_run(was_runs, db, k), _per_run(now_runs, db, k)
             med.append(statistics.median(now) / statistics.median(was))
             near += [now[0] / was[0], now[-1] / was[-1]]
             below += max(now) < min(was)
-            if "cpu_us_per_msg" in _flat(before[0], db)[k]:
-                cw = statistics.median(_per_run(before, db, k, "cpu_us_per_msg"))
-                cn = statistics.median(_per_run(after, db, k, "cpu_us_per_msg"))
-                cpu.append(cn / cw)
+            c = _cpu_ratio(was_runs, now_runs, db, k)
+            if c is not None:
+                cpu.append(c)
         parts.append(
             f"on {label} after ÷ before is {min(med):.2f} to {max(med):.2f} over the "
             f"{len(med)} rows ({min(near):.2f} to {max(near):.2f} between runs next to each "
@@ -652,10 +685,13 @@ def before_after_verdict_2026_12_04(_: Data) -> str:
     return f"In figures: {parts[0]}; {parts[1]}."
 
 
-def quick_verdict_2026_12_04(_: Data) -> str:
+def quick_verdict_runs(
+    runs: list[tuple[str, str]], quick_pairs: list[tuple[str, str]], _: Data
+) -> str:
     """The quick runs in words: django-mqlite's rows beside the raw floors of the same
     runs (SQLite), and the PostgreSQL rows."""
-    pairs = [(load(_RUN_FILE[b]), load(_RUN_FILE[a])) for b, a in QUICK_PAIRS_2026_12_04]
+    files = dict(runs)
+    pairs = [(load(files[b]), load(files[a])) for b, a in quick_pairs]
 
     def gms(db: str, keep: Callable[[str, str], bool]) -> list[float]:
         first = _flat(pairs[0][0], db)
@@ -702,15 +738,47 @@ BLOCKS: dict[str, tuple[str, Callable[[Data], str]]] = {
     "tuned-2026-11-30": ("results-2026-11-30.json", tuned),
     "before-after-2026-12-03": ("defaults-2026-12-03-before.json", before_after),
     "quick-before-after-2026-12-03": (QUICK_PAIRS[0][0], quick_before_after),
-    "session-2026-12-04": (_RUN_FILE["B1"], session_2026_12_04),
-    "before-after-2026-12-04": (_RUN_FILE["B1"], before_after_2026_12_04),
-    "before-after-verdict-2026-12-04": (_RUN_FILE["B1"], before_after_verdict_2026_12_04),
+    "session-2026-12-04": (_RUN_FILE["B1"], partial(session_runs, SESSION_2026_12_04)),
+    "before-after-2026-12-04": (
+        _RUN_FILE["B1"],
+        partial(before_after_runs, SESSION_2026_12_04, "B1 B2", "A1 A2 A3 A4"),
+    ),
+    "before-after-verdict-2026-12-04": (
+        _RUN_FILE["B1"],
+        partial(before_after_verdict_runs, SESSION_2026_12_04, "B1 B2", "A1 A2 A3 A4"),
+    ),
     "otel-2026-12-04": (_RUN_FILE["A1"], otel_2026_12_04),
     "otel-verdict-2026-12-04": (_RUN_FILE["A1"], otel_verdict_2026_12_04),
     "order-2026-12-04": (_RUN_FILE["A1"], order_2026_12_04),
     "order-summary-2026-12-04": (_RUN_FILE["A1"], order_summary_2026_12_04),
-    "quick-before-after-2026-12-04": (_RUN_FILE["QB1"], quick_before_after_2026_12_04),
-    "quick-verdict-2026-12-04": (_RUN_FILE["QB1"], quick_verdict_2026_12_04),
+    "quick-before-after-2026-12-04": (
+        _RUN_FILE["QB1"],
+        partial(quick_before_after_runs, SESSION_2026_12_04, QUICK_PAIRS_2026_12_04),
+    ),
+    "session-2026-12-05": (
+        SESSION_2026_12_05[0][1],
+        partial(session_runs, SESSION_2026_12_05),
+    ),
+    "before-after-2026-12-05": (
+        SESSION_2026_12_05[0][1],
+        partial(before_after_runs, SESSION_2026_12_05, "B1 B2", "A1 A2"),
+    ),
+    "before-after-verdict-2026-12-05": (
+        SESSION_2026_12_05[0][1],
+        partial(before_after_verdict_runs, SESSION_2026_12_05, "B1 B2", "A1 A2"),
+    ),
+    "quick-before-after-2026-12-05": (
+        SESSION_2026_12_05[4][1],
+        partial(quick_before_after_runs, SESSION_2026_12_05, QUICK_PAIRS_2026_12_05),
+    ),
+    "quick-verdict-2026-12-05": (
+        SESSION_2026_12_05[4][1],
+        partial(quick_verdict_runs, SESSION_2026_12_05, QUICK_PAIRS_2026_12_05),
+    ),
+    "quick-verdict-2026-12-04": (
+        _RUN_FILE["QB1"],
+        partial(quick_verdict_runs, SESSION_2026_12_04, QUICK_PAIRS_2026_12_04),
+    ),
 }
 
 

@@ -23,9 +23,11 @@ def connections_to_this_database() -> int:
         return int(cursor.fetchone()[0])
 
 
-def test_a_worker_holds_concurrency_plus_four(workers: Any, vendor: str) -> None:
+def test_a_worker_holds_concurrency_plus_five(workers: Any, vendor: str) -> None:
     """Handler threads (each opens one when it first touches the database), the claim
-    loop, the heartbeat, the reaper and the LISTEN connection."""
+    loop, the heartbeat, the reaper, the LISTEN connection and the schedules' ticker
+    (the Tasks backend is installed: schedules stored in the database can appear at
+    any time, so every worker ticks)."""
     if vendor != "postgresql":
         pytest.skip("connection counting is a PostgreSQL concern")
     if os.environ.get("MQLITE_TEST_DB") == "pgbouncer":
@@ -34,12 +36,12 @@ def test_a_worker_holds_concurrency_plus_four(workers: Any, vendor: str) -> None
     mq.create_queue("slow")
     before = connections_to_this_database()
     proc = workers.start("--concurrency", "3")
-    # An idle worker: the claim loop, the heartbeat, the reaper and LISTEN.
-    wait_for(lambda: connections_to_this_database() - before == 4, what="an idle worker's 4")
+    # An idle worker: the claim loop, the heartbeat, the reaper, LISTEN and the ticker.
+    wait_for(lambda: connections_to_this_database() - before == 5, what="an idle worker's 5")
     # Three handlers at once that use the database: each thread opens its own connection
     # (settling is the main loop's, in batches) and keeps it.
     mq.send_batch("work", [mq.OutMessage({"sleep": 0.5, "query": True}) for _ in range(3)])
     wait_for(lambda: mq.stats("work").totals["completed"] == 3, what="three completions")
-    assert connections_to_this_database() - before == 3 + 4
+    assert connections_to_this_database() - before == 3 + 5
     workers.stop(proc)
     wait_for(lambda: connections_to_this_database() == before, what="connections closed")
