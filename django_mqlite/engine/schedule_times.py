@@ -21,14 +21,33 @@ import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
-from zoneinfo import ZoneInfo
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from cronsim import CronSim
+from cronsim import CronSim, CronSimError
+from django.conf import settings
 
+from ..exceptions import InvalidArgumentError
 from .clock import from_ms, to_ms
 
 OVERLAP = ("allow", "skip")
 MAX_JITTER_S = 86_400
+
+
+def check_when(cron: Any, timezone: Any) -> tuple[str, ZoneInfo]:
+    """A schedule's ``cron`` and the time zone of its ``timezone`` (default
+    ``settings.TIME_ZONE``, then UTC), both checked: the one rule for schedules in
+    settings and in the database (InvalidArgumentError says what is wrong)."""
+    if not isinstance(cron, str) or len(cron.split()) != 5:
+        raise InvalidArgumentError(f"cron must be a 5-field cron expression, not {cron!r}")
+    try:
+        CronSim(cron, dt.datetime.now(dt.UTC))
+    except CronSimError as exc:
+        raise InvalidArgumentError(f"bad cron expression {cron!r}: {exc}") from None
+    tz_name = timezone or getattr(settings, "TIME_ZONE", None) or "UTC"
+    try:
+        return cron, ZoneInfo(tz_name)
+    except (ZoneInfoNotFoundError, ValueError, TypeError):
+        raise InvalidArgumentError(f"unknown time zone {tz_name!r}") from None
 
 
 @dataclass(frozen=True)

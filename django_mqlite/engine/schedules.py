@@ -32,10 +32,8 @@ import datetime as dt
 import json
 from dataclasses import dataclass
 from typing import Any, Protocol
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
-from cronsim import CronSim, CronSimError
-from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.backends.utils import CursorWrapper
 
@@ -43,7 +41,7 @@ from ..exceptions import InvalidArgumentError, ScheduleExistsError, ScheduleNotF
 from . import arguments, databases
 from .clock import from_ms, now_ms
 from .dialects import Dialect
-from .schedule_times import MAX_JITTER_S, OVERLAP, Schedule
+from .schedule_times import MAX_JITTER_S, OVERLAP, Schedule, check_when
 
 __all__ = ["FireTime", "Schedule", "create_schedule", "list_schedules", "run_schedule"]
 
@@ -117,18 +115,7 @@ def check_name(name: object) -> str:
 def build(name: str, **spec: Any) -> Schedule:
     """A schedule from its fields, checked (InvalidArgumentError says what is wrong)."""
     check_name(name)
-    cron = spec.get("cron")
-    if not isinstance(cron, str) or len(cron.split()) != 5:
-        raise InvalidArgumentError(f"cron must be a 5-field cron expression, not {cron!r}")
-    try:
-        CronSim(cron, dt.datetime.now(dt.UTC))
-    except CronSimError as exc:
-        raise InvalidArgumentError(f"bad cron expression {cron!r}: {exc}") from None
-    tz_name = spec.get("timezone") or getattr(settings, "TIME_ZONE", None) or "UTC"
-    try:
-        tz = ZoneInfo(tz_name)
-    except (ZoneInfoNotFoundError, ValueError, TypeError):
-        raise InvalidArgumentError(f"unknown time zone {tz_name!r}") from None
+    cron, tz = check_when(spec.get("cron"), spec.get("timezone"))
     overlap = spec.get("overlap") or "allow"
     if overlap not in OVERLAP:
         raise InvalidArgumentError(f"overlap must be one of {', '.join(OVERLAP)}, not {overlap!r}")

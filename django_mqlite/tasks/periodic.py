@@ -33,14 +33,10 @@ most recent missed occurrence once; ``"all"`` enqueues each missed one (at most 
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
 from collections.abc import Mapping
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from cronsim import CronSim, CronSimError
-from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 from django.utils.module_loading import import_string
@@ -49,7 +45,7 @@ from ..conf import mqlite_settings
 from ..engine import arguments, databases
 from ..engine import schedules as stored
 from ..engine.clock import now_ms
-from ..engine.schedule_times import Schedule
+from ..engine.schedule_times import Schedule, check_when
 from ..exceptions import InvalidArgumentError
 from .support import mqlite_task_queues
 
@@ -71,18 +67,10 @@ def parse(name: str, spec: Any) -> Schedule:
     unknown = set(spec) - _KEYS
     if unknown:
         raise ImproperlyConfigured(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
-    cron = spec.get("cron")
-    if not isinstance(cron, str) or len(cron.split()) != 5:
-        raise ImproperlyConfigured(f"{where}: cron must be a 5-field cron expression")
     try:
-        CronSim(cron, dt.datetime.now(dt.UTC))
-    except CronSimError as exc:
-        raise ImproperlyConfigured(f"{where}: bad cron expression {cron!r}: {exc}") from None
-    tz_name = spec.get("timezone") or getattr(settings, "TIME_ZONE", None) or "UTC"
-    try:
-        tz = ZoneInfo(tz_name)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise ImproperlyConfigured(f"{where}: unknown time zone {tz_name!r}") from None
+        cron, tz = check_when(spec.get("cron"), spec.get("timezone"))
+    except InvalidArgumentError as exc:
+        raise ImproperlyConfigured(f"{where}: {exc}") from None
     catchup = spec.get("catchup", "latest")
     if catchup not in CATCHUP:
         raise ImproperlyConfigured(f"{where}: catchup must be one of {', '.join(CATCHUP)}")
