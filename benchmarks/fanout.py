@@ -10,14 +10,12 @@ per fan-out of each and their ratio; writes nothing.
 
 from __future__ import annotations
 
-import argparse
-import os
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
-from pathlib import Path
+
+from . import per_database
+from .per_database import setup_child
 
 QUEUES = 10
 BODY = {"order": 1234, "status": "paid", "lines": [1, 2, 3]}
@@ -72,16 +70,7 @@ def measure(n: int, repeat: int) -> dict[str, float]:
 
 
 def child(db: str, n: int, repeat: int) -> None:
-    if db == "postgres":
-        from .child import _fresh_postgres
-
-        _fresh_postgres(os.environ["BENCH_PG_NAME"])
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
+    setup_child(db)
     got = measure(n, repeat)
     for kind in ("txn", "work"):
         pub, snd = got[f"publish.{kind}"], got[f"sends.{kind}"]
@@ -93,30 +82,9 @@ def child(db: str, n: int, repeat: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.fanout")
-    parser.add_argument("--db", choices=["sqlite", "postgres", "both"], default="both")
-    parser.add_argument("--n", type=int, default=2000, help="fan-outs per sample")
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--child", help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
-    if args.child:
-        child(args.child, args.n, args.repeat)
-        return 0
-    root = Path(__file__).resolve().parent.parent
-    with tempfile.TemporaryDirectory(prefix="mqlite-fanout-") as tmp:
-        for db in ["sqlite", "postgres"] if args.db == "both" else [args.db]:
-            env = {
-                **os.environ,
-                "BENCH_DB": db,
-                "DJANGO_SETTINGS_MODULE": "benchmarks.benchproject.settings",
-                "PYTHONPATH": str(root),
-                "BENCH_SQLITE_PATH": str(Path(tmp) / "fanout.sqlite3"),
-                "BENCH_PG_NAME": os.environ.get("BENCH_PG_NAME", "mqlite_bench_fanout"),
-            }
-            cmd = [sys.executable, "-m", "benchmarks.fanout", "--child", db]
-            cmd += ["--n", str(args.n), "--repeat", str(args.repeat)]
-            subprocess.run(cmd, env=env, check=True, cwd=root)  # noqa: S603 - our own module
-    return 0
+    return per_database.main(
+        "benchmarks.fanout", argv, default_n=2000, n_help="fan-outs per sample", child=child
+    )
 
 
 if __name__ == "__main__":

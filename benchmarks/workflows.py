@@ -16,14 +16,14 @@ most); writes nothing.
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
-from pathlib import Path
+
+from . import per_database
+from .per_database import setup_child
 
 PER_TRANSACTION = 1000
 CALLBACK_QUEUE = "bench-done"  # no worker serves it: the callback stays to be counted
@@ -97,16 +97,7 @@ def measure(n: int, repeat: int) -> dict[str, list[float]]:
 
 
 def child(db: str, n: int, repeat: int) -> None:
-    if db == "postgres":
-        from .child import _fresh_postgres
-
-        _fresh_postgres(os.environ["BENCH_PG_NAME"])
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
+    setup_child(db)
     got = measure(n, repeat)
     plain, batch = statistics.median(got["plain"]), statistics.median(got["batch"])
     print(
@@ -119,30 +110,9 @@ def child(db: str, n: int, repeat: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.workflows")
-    parser.add_argument("--db", choices=["sqlite", "postgres", "both"], default="both")
-    parser.add_argument("--n", type=int, default=10_000, help="tasks per drain")
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--child", help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
-    if args.child:
-        child(args.child, args.n, args.repeat)
-        return 0
-    root = Path(__file__).resolve().parent.parent
-    with tempfile.TemporaryDirectory(prefix="mqlite-workflows-") as tmp:
-        for db in ["sqlite", "postgres"] if args.db == "both" else [args.db]:
-            env = {
-                **os.environ,
-                "BENCH_DB": db,
-                "DJANGO_SETTINGS_MODULE": "benchmarks.benchproject.settings",
-                "PYTHONPATH": str(root),
-                "BENCH_SQLITE_PATH": str(Path(tmp) / "workflows.sqlite3"),
-                "BENCH_PG_NAME": os.environ.get("BENCH_PG_NAME", "mqlite_bench_workflows"),
-            }
-            cmd = [sys.executable, "-m", "benchmarks.workflows", "--child", db]
-            cmd += ["--n", str(args.n), "--repeat", str(args.repeat)]
-            subprocess.run(cmd, env=env, check=True, cwd=root)  # noqa: S603 - our own module
-    return 0
+    return per_database.main(
+        "benchmarks.workflows", argv, default_n=10_000, n_help="tasks per drain", child=child
+    )
 
 
 if __name__ == "__main__":
