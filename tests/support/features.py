@@ -44,11 +44,6 @@ FEATURES: dict[str, tuple[Callable[[Dialect], bool], str]] = {
         lambda d: d.counts_enqueued,
         "the database has no trigger counting every send",
     ),
-    "cross_process_wakeup": (
-        lambda d: d.has_listen_notify or d.has_commit_counter,
-        "the database has neither LISTEN/NOTIFY nor a commit counter: "
-        "idle workers in another process hear of a send by their bounded poll",
-    ),
     "deadlock_retry": (
         lambda d: d.retries_deadlocks,
         "no transaction is run again after a deadlock on this database (engine/retry.py)",

@@ -15,6 +15,7 @@ from django_mqlite.consumers import Registry
 from django_mqlite.tasks.compat import TaskResultStatus
 from django_mqlite.tasks.runner import register_task_queues
 from django_mqlite.worker import Worker
+from tests.support.features import requires
 from tests.workerproject.recorder import tasks
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -38,6 +39,7 @@ def test_progress_and_wait(backend: Any, run_worker: Any) -> None:
     assert backend.get_result(result.id).progress == {"step": 3, "of": 3}
 
 
+@requires("wake_ups")
 def test_wait_wakes_at_the_task_s_completion(
     backend: Any, run_worker: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:

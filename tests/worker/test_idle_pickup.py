@@ -29,7 +29,7 @@ from tests.support.procs import wait_for
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@requires("cross_process_wakeup")
+@requires("wake_ups")
 def test_an_idle_worker_starts_another_process_s_send_within_milliseconds(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
