@@ -47,7 +47,7 @@ def test_schema(api: Any, db: Any) -> None:
     assert schema["openapi"].startswith("3.")
     assert schema["servers"] == [{"url": "/mq"}]
     ops = {(p, m) for p, item in schema["paths"].items() for m in item if m != "parameters"}
-    assert len(ops) == 37
+    assert len(ops) == 38
     assert ("/topics/{topic}/publish/", "post") in ops
     assert ("/topics/{topic}/subscriptions/{name}/", "put") in ops
     assert ("/queues/{name}/messages/{seq}/renew/", "post") in ops
@@ -56,6 +56,7 @@ def test_schema(api: Any, db: Any) -> None:
     assert ("/queues/{name}/history/", "get") in ops
     assert ("/queues/{name}/pause/", "post") in ops
     assert ("/batches/", "get") in ops and ("/batches/{batch_id}/", "get") in ops
+    assert ("/batches/", "post") in ops
     for path, item in schema["paths"].items():
         for method, op in item.items():
             if path != "/healthz/":
