@@ -98,8 +98,13 @@ def spend(cursor: CursorWrapper, dialect: Dialect, q: QueueRow, now: int, claime
     """Take ``claimed`` tokens from ``q``'s bucket (in the claim's transaction)."""
     if q.rate_limit_milli is None or not claimed:
         return
+    # The refill time never moves back: a claimer whose clock reading is older than the
+    # last refill (it read the clock, then waited for the queue row's lock) earned
+    # nothing (elapsed is never negative), and setting its reading would let the next
+    # claim earn that interval again.
+    refill = dialect.greatest_sql("rate_refill_at", "%s")
     cursor.execute(
         f"UPDATE mqlite_queue SET rate_tokens = {_tokens_sql(dialect)} - %s, "
-        "rate_refill_at = %s WHERE id = %s",
+        f"rate_refill_at = {refill} WHERE id = %s",
         [now, claimed * MICRO, now, q.id],
     )

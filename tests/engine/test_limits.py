@@ -121,6 +121,27 @@ def test_rate_limit_bursts_one_second_then_refills_at_the_rate() -> None:
         assert len(mq.receive("r", mode="receive_and_delete", max_messages=100)) == 5
 
 
+def test_a_claim_with_an_earlier_clock_reading_never_moves_the_refill_back() -> None:
+    """A claimer reads the clock, then waits for the queue row's lock while another
+    claims at a later time; its refill then counts nothing (elapsed is never negative)
+    and must not set the bucket's refill time back, or the next claim earns that
+    interval a second time (seen across processes under load)."""
+    mq.create_queue("late", rate_limit=5)
+    mq.send_batch("late", [mq.OutMessage(str(i)) for i in range(40)])
+    with mq.clock.frozen() as clock:
+        t = clock.now()
+        assert len(mq.receive("late", max_messages=100)) == 5  # the burst, at t
+        clock.advance(0.4)
+        assert len(mq.receive("late", max_messages=1)) == 1  # t + 0.4: 1 of the 2 earned
+        later = clock.now()
+        clock.set(t)  # the late claimer's reading, taken before it waited for the lock
+        assert len(mq.receive("late", max_messages=100)) == 1  # the token left
+        clock.set(later)  # t + 0.4 again: nothing earned since the last claim
+        assert mq.receive("late", max_messages=100) == []
+        clock.advance(0.2)
+        assert len(mq.receive("late", max_messages=100)) == 1
+
+
 def test_a_slow_rate_still_allows_one_claim() -> None:
     mq.create_queue("slow", rate_limit=0.5)
     mq.send_batch("slow", [mq.OutMessage(b"x") for _ in range(5)])
