@@ -25,7 +25,7 @@ from ...permissions import accepts_remote_sends
 from ...tasks.front import remote_message
 from .. import serializers as s
 from .base import BODY_ERRORS, MQView, errors, extend_schema, task_queue_refusal
-from .messages import out_message
+from .messages import out_message, send_options
 
 
 class BatchSerializer(serializers.Serializer):
@@ -138,16 +138,14 @@ class BatchListView(BatchesMixin):
         ) as b:
             for queue, attrs in children:
                 message = remote_message(queue, out_message(attrs))
-                options = {k: v for k, v in vars(message).items() if k != "body"}
-                seqs.append(b.send(queue, message.body, **options))
+                seqs.append(b.send(queue, message.body, **send_options(message)))
         return Response({"id": b.id, "seqs": seqs}, status=201)
 
 
 def _callback(attrs: dict[str, Any]) -> mq.Callback:
     queue = attrs.pop("queue")
     message = out_message(attrs)
-    options = {k: v for k, v in vars(message).items() if k != "body"}
-    return mq.Callback(queue, message.body, **options)
+    return mq.Callback(queue, message.body, **send_options(message))
 
 
 class BatchDetailView(BatchesMixin):

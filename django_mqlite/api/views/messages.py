@@ -35,6 +35,11 @@ def out_message(attrs: dict[str, Any]) -> mq.OutMessage:
     return mq.OutMessage(bodies.from_wire(attrs), **options)
 
 
+def send_options(message: mq.OutMessage) -> dict[str, Any]:
+    """A message's keywords for ``mq.send`` (everything but its body)."""
+    return {k: v for k, v in vars(message).items() if k != "body"}
+
+
 def no_items(queue: str) -> list[Any]:
     """An empty batch still names a queue that must exist (404 otherwise)."""
     mq.get_queue(queue)
@@ -71,8 +76,7 @@ class MessagesView(MQView):
             seqs = mq.send_batch(name, [remote_message(name, out_message(m)) for m in batch])
             return Response({"seqs": seqs}, status=201)
         message = remote_message(name, out_message(self.body(s.OutMessageSerializer)))
-        options = {k: v for k, v in vars(message).items() if k != "body"}
-        return Response({"seq": mq.send(name, message.body, **options)}, status=201)
+        return Response({"seq": mq.send(name, message.body, **send_options(message))}, status=201)
 
     @extend_schema(
         operation_id="peek",

@@ -37,7 +37,7 @@ import django_mqlite as mq
 from ...permissions import accepts_remote_sends, task_queue_names
 from .. import serializers as s
 from .base import BODY_ERRORS, MQView, errors, extend_schema, task_queue_refusal
-from .messages import out_message
+from .messages import out_message, send_options
 
 
 def topic_dict(topic: mq.Topic, shown: set[str] | None = None) -> dict[str, Any]:
@@ -153,9 +153,8 @@ class PublishView(TopicsMixin):
     def post(self, request: Request, topic: str) -> Response:
         self.require_publish(mq.get_topic(topic))
         message = out_message(self.body(s.OutMessageSerializer))
-        options = {k: v for k, v in vars(message).items() if k != "body"}
         with transaction.atomic(using=mq.topic_database(topic)):
-            reached = mq.publish(topic, message.body, **options)
+            reached = mq.publish(topic, message.body, **send_options(message))
             # The publish holds the topic's row until commit: what it saw is what is there.
             self.require_publish(mq.get_topic(topic))
         return Response({"reached": reached}, status=201)
