@@ -23,17 +23,21 @@ SUPPORTED_ENGINES = {
     "django.db.backends.sqlite3": "sqlite",
     "django.db.backends.postgresql": "postgresql",
 }
-#: Django's backend for MySQL and MariaDB alike: MariaDB 10.6+ only, and only behind
-#: ``MQLITE["EXPERIMENTAL_MARIADB"]`` until the whole suite passes on it
-#: (docs/configuration.md, "MariaDB").
+#: Django's backend for MySQL and MariaDB alike: MariaDB 10.6+ only, which only the
+#: server can say (``check_mariadb``; docs/configuration.md, "MariaDB").
 MYSQL_ENGINE = "django.db.backends.mysql"
 MIN_SQLITE = (3, 35, 0)
 MIN_MARIADB = (10, 6)
 WHY_NOT_MYSQL = (
     "MySQL is not supported: its needs are MariaDB's (SKIP LOCKED claims, no UPDATE ... "
-    "RETURNING, no partial indexes), but no MySQL server is tested with django-mqlite, "
-    "so it is refused until one is."
+    "RETURNING, no partial indexes), but MySQL 8 cannot be installed where "
+    "django-mqlite is tested, so it is refused until it can be tested."
 )
+#: Keys of ``MQLITE`` that earlier versions read and this one ignores: why, for W004.
+OBSOLETE_KEYS = {
+    "EXPERIMENTAL_MARIADB": "MariaDB 10.6+ is a supported queue database now, with no "
+    "switch; MySQL and older MariaDB are refused whatever it says (check E012)",
+}
 RECOMMENDED_SQLITE_OPTIONS = (
     '"OPTIONS": {"transaction_mode": "IMMEDIATE", "timeout": 20, '
     '"init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"}'
@@ -93,17 +97,7 @@ def _check_one_database(alias: str, conf: dict[str, Any]) -> list[CheckMessage]:
         ]
     engine = conf.get("ENGINE", "")
     if engine == MYSQL_ENGINE:
-        if mqlite_settings.EXPERIMENTAL_MARIADB is True:
-            return []  # the server is asked which it is: check_mariadb
-        return [
-            Error(
-                f"django-mqlite does not support MySQL or MariaDB yet (alias {alias!r}).",
-                hint="Use SQLite or PostgreSQL. MariaDB 10.6+ is experimental: set "
-                'MQLITE["EXPERIMENTAL_MARIADB"] = True to try it (docs/configuration.md). '
-                + WHY_NOT_MYSQL,
-                id="django_mqlite.E001",
-            )
-        ]
+        return []  # MySQL or MariaDB: only the server can say, check_mariadb asks it
     vendor = SUPPORTED_ENGINES.get(engine)
     if vendor is None and engine.endswith(("postgresql", "postgis", "sqlite3", "spatialite")):
         vendor = "postgresql" if "post" in engine else "sqlite"
@@ -111,8 +105,8 @@ def _check_one_database(alias: str, conf: dict[str, Any]) -> list[CheckMessage]:
         return [
             Error(
                 f"django-mqlite does not support the database engine {engine!r} (alias {alias!r}).",
-                hint="Use SQLite (embedded) or PostgreSQL (scale-out) for the queue database; "
-                "point MQLITE['DATABASE'] at such an alias.",
+                hint="Use SQLite (embedded), PostgreSQL or MariaDB 10.6+ (scale-out) for the "
+                "queue database; point MQLITE['DATABASE'] at such an alias.",
                 id="django_mqlite.E001",
             )
         ]
@@ -169,13 +163,12 @@ def check_sqlite_wal(app_configs: Any = None, **kwargs: Any) -> list[CheckMessag
 
 @register(Tags.database, TAG)
 def check_mariadb(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
-    """Behind ``EXPERIMENTAL_MARIADB``: each queue database on Django's MySQL backend is
-    MariaDB 10.6 or later (asked of the server), never MySQL."""
+    """Each queue database on Django's MySQL backend is MariaDB 10.6 or later (asked of
+    the server, so only for the databases a command lets checks touch: ``migrate``,
+    ``runworker``, ``check --database``), never MySQL."""
     from .engine.databases import queue_databases
 
     databases = kwargs.get("databases") or []
-    if mqlite_settings.EXPERIMENTAL_MARIADB is not True:
-        return []
     out: list[CheckMessage] = []
     for alias in queue_databases():
         conf = settings.DATABASES.get(alias, {})
@@ -235,7 +228,15 @@ def check_setting_keys(app_configs: Any = None, **kwargs: Any) -> list[CheckMess
             )
         ]
     out: list[CheckMessage] = []
-    for key in sorted(set(user) - set(DEFAULTS)):
+    for key in sorted(set(user) & set(OBSOLETE_KEYS)):
+        out.append(
+            Warning(
+                f"MQLITE[{key!r}] is obsolete and ignored: {OBSOLETE_KEYS[key]}.",
+                hint=f"Remove {key!r} from MQLITE.",
+                id="django_mqlite.W004",
+            )
+        )
+    for key in sorted(set(user) - set(DEFAULTS) - set(OBSOLETE_KEYS)):
         close = difflib.get_close_matches(str(key), list(DEFAULTS), n=1)
         out.append(
             Warning(

@@ -87,9 +87,6 @@ DEFAULTS: dict[str, Any] = {
     "TRACING": None,
     # Also a span for each worker claim and settlement (children of the consumer spans).
     "TRACING_CLAIMS_AND_SETTLES": False,
-    # MariaDB 10.6+ as a queue database, which is experimental: django-mqlite refuses
-    # Django's MySQL backend unless this is True (docs/configuration.md, "MariaDB").
-    "EXPERIMENTAL_MARIADB": False,
     # SQS-compatible endpoint: {"CREDENTIALS": {key id: secret | {"secret", "user"}},
     # "ACCOUNT_ID", "REGION", "MAX_CLOCK_SKEW"}; no credentials, no access.
     "SQS": {},

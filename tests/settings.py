@@ -1,5 +1,5 @@
 """Test settings. ``MQLITE_TEST_DB=postgres`` runs the same suite on PostgreSQL,
-``MQLITE_TEST_DB=mariadb`` on MariaDB (experimental: docs/configuration.md)."""
+``MQLITE_TEST_DB=mariadb`` on MariaDB."""
 
 from __future__ import annotations
 
@@ -131,8 +131,6 @@ TEMPLATES = [
 ]
 STATIC_URL = "static/"
 MQLITE: dict[str, object] = {"QUEUES": {}}
-if DB == "mariadb":
-    MQLITE["EXPERIMENTAL_MARIADB"] = True
 if DB == "pgbouncer":
     _direct = {"PORT": os.environ.get("PGPORT", "5432")}
     MQLITE["LISTEN"] = {"default": _direct, SECOND: _direct}

@@ -16,35 +16,68 @@ def databases(**default: Any) -> dict[str, Any]:
     return {**settings.DATABASES, "queue": default}
 
 
-@pytest.mark.parametrize(
-    "engine", ["django.db.backends.mysql", "django.db.backends.oracle", "mssql"]
-)
+@pytest.mark.parametrize("engine", ["django.db.backends.oracle", "mssql"])
 def test_unsupported_vendor_is_an_error_with_a_hint(engine: str) -> None:
     with override_settings(DATABASES=databases(ENGINE=engine), MQLITE={"DATABASE": "queue"}):
         (msg,) = checks.check_database()
     assert msg.id == "django_mqlite.E001"
-    assert msg.hint and "PostgreSQL" in msg.hint
+    assert msg.hint and "PostgreSQL" in msg.hint and "MariaDB 10.6+" in msg.hint
 
 
-def test_mysql_is_refused_saying_why_and_mariadb_needs_the_switch() -> None:
+class Server:
+    """What check_mariadb asks of a connection on Django's MySQL backend."""
+
+    def __init__(self, mariadb: bool, version: tuple[int, ...]) -> None:
+        self.mysql_is_mariadb = mariadb
+        self.mysql_version = version
+
+
+def mariadb_check(monkeypatch: pytest.MonkeyPatch, server: Server, **mqlite: Any) -> list[Any]:
+    monkeypatch.setattr(checks, "connections", {"queue": server})
     mysql = databases(ENGINE="django.db.backends.mysql")
-    with override_settings(DATABASES=mysql, MQLITE={"DATABASE": "queue"}):
-        (msg,) = checks.check_database()
-    assert msg.id == "django_mqlite.E001"
-    assert "MySQL is not supported" in str(msg.hint)
-    assert "EXPERIMENTAL_MARIADB" in str(msg.hint)
-    on = {"DATABASE": "queue", "EXPERIMENTAL_MARIADB": True}
-    with override_settings(DATABASES=mysql, MQLITE=on):
-        assert checks.check_database() == []  # the server is asked: check_mariadb
+    with override_settings(DATABASES=mysql, MQLITE={"DATABASE": "queue", **mqlite}):
+        assert checks.check_database() == []  # only the server can say: check_mariadb
+        return checks.check_mariadb(databases=["queue"])
+
+
+def test_mariadb_10_6_is_accepted_with_no_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert mariadb_check(monkeypatch, Server(True, (10, 6, 0))) == []
+    assert mariadb_check(monkeypatch, Server(True, (11, 4, 2))) == []
+
+
+def test_mysql_is_refused_saying_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    (msg,) = mariadb_check(monkeypatch, Server(False, (8, 4, 0)))
+    assert msg.id == "django_mqlite.E012"
+    assert "is MySQL" in msg.msg and "MySQL 8 cannot be installed" in msg.msg
+    assert msg.hint and "MariaDB 10.6+" in msg.hint
+
+
+def test_mariadb_before_10_6_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    (msg,) = mariadb_check(monkeypatch, Server(True, (10, 5, 19)))
+    assert msg.id == "django_mqlite.E012"
+    assert "MariaDB 10.5.19 is too old" in msg.msg
+
+
+def test_the_old_switch_is_ignored_with_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A project that still sets MQLITE["EXPERIMENTAL_MARIADB"] starts as before (no
+    error, MySQL still refused) and is told to remove it, not that the key is unknown."""
+    for value in (True, False):
+        assert (
+            mariadb_check(monkeypatch, Server(True, (10, 11, 6)), EXPERIMENTAL_MARIADB=value) == []
+        )
+        (msg,) = mariadb_check(monkeypatch, Server(False, (8, 0, 36)), EXPERIMENTAL_MARIADB=value)
+        assert msg.id == "django_mqlite.E012"
+        with override_settings(MQLITE={"EXPERIMENTAL_MARIADB": value}):
+            (msg,) = checks.check_setting_keys()
+        assert msg.id == "django_mqlite.W004"
+        assert "obsolete and ignored" in msg.msg and "MariaDB 10.6+ is a supported" in msg.msg
+        assert msg.hint == "Remove 'EXPERIMENTAL_MARIADB' from MQLITE."
 
 
 def test_the_mariadb_check_asks_only_databases_it_may_touch() -> None:
     mysql = databases(ENGINE="django.db.backends.mysql")
-    on = {"DATABASE": "queue", "EXPERIMENTAL_MARIADB": True}
-    with override_settings(DATABASES=mysql, MQLITE=on):
-        assert checks.check_mariadb(databases=[]) == []
     with override_settings(DATABASES=mysql, MQLITE={"DATABASE": "queue"}):
-        assert checks.check_mariadb(databases=["queue"]) == []  # switch off: E001 says it
+        assert checks.check_mariadb(databases=[]) == []  # no connection to "queue" made
 
 
 @pytest.mark.django_db

@@ -1,4 +1,4 @@
-"""MariaDB (experimental): what the partial indexes, the unique constraint with a
+"""MariaDB: what the partial indexes, the unique constraint with a
 condition and the SQLite trigger of the earlier migrations are on the other two
 databases. Runs on MariaDB only; on SQLite and PostgreSQL it does nothing.
 

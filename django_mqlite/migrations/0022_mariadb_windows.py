@@ -1,4 +1,4 @@
-"""MariaDB (experimental): the unique keys' windows as 0018 and 0019 define them, where
+"""MariaDB: the unique keys' windows as 0018 and 0019 define them, where
 MariaDB has no partial index. Runs on MariaDB only; on SQLite and PostgreSQL it does
 nothing.
 

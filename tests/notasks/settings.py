@@ -10,7 +10,7 @@ from tests.settings import INSTALLED_APPS, MQLITE
 
 INSTALLED_APPS = [app for app in INSTALLED_APPS if app != "django_tasks"]
 del TASKS  # noqa: F821
-MQLITE = {  # the database's own switches (MariaDB's, PgBouncer's LISTEN) kept
+MQLITE = {  # the database's own settings (PgBouncer's LISTEN) kept
     **MQLITE,
     "QUEUES": {"declared": {}},
     "SQS": {"CREDENTIALS": {"AKIDTEST": "test-secret"}},

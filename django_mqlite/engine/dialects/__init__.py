@@ -16,12 +16,12 @@ from .sqlite import SQLiteDialect
 _DIALECTS: dict[str, Dialect] = {
     "sqlite": SQLiteDialect(),
     "postgresql": PostgreSQLDialect(),
-    # Experimental (MQLITE["EXPERIMENTAL_MARIADB"], checks.py): Django's vendor is
-    # "mysql" for MySQL and MariaDB alike; only MariaDB is served.
+    # Django's vendor is "mysql" for MySQL and MariaDB alike; only MariaDB 10.6+ is
+    # served (check E012 asks the server and refuses MySQL).
     "mariadb": MariaDBDialect(),
 }
 
-SUPPORTED_VENDORS = ("sqlite", "postgresql")
+SUPPORTED_VENDORS = ("sqlite", "postgresql", "mariadb")
 
 
 def vendor_of(alias: str) -> str:

@@ -1,4 +1,4 @@
-"""MariaDB 10.6+ (experimental): many claimers at once, separated by ``FOR UPDATE SKIP
+"""MariaDB 10.6+: many claimers at once, separated by ``FOR UPDATE SKIP
 LOCKED``, as on PostgreSQL, with what MariaDB lacks made up here and nowhere else.
 
 MariaDB has no ``UPDATE ... RETURNING``, no data-modifying CTE, no ``WITH`` before an
