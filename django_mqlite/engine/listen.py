@@ -231,7 +231,8 @@ class CommitWatcher(Service):
     costs at most that interval, never a message.
 
     When to look: on Linux, when the write-ahead log (``<file>-wal``) is written
-    (inotify, ``engine.inotify``; every commit writes it), and every ``RECHECK_S``
+    (inotify, ``engine.inotify``; every commit writes it): at once after a quiet spell,
+    at most once every ``WATCH_S`` while writes keep coming; and every ``RECHECK_S``
     anyway, so an idle watcher costs no CPU. Elsewhere (or when the log cannot be
     watched) every ``poll_s``."""
 
@@ -267,6 +268,7 @@ class CommitWatcher(Service):
                 changes = None
             self.mode = "poll" if changes is None else "inotify"
             self.watching.set()
+            looked = 0.0  # when the last look after a write was (time.monotonic())
             while not self.stopping.is_set():
                 if changes is None:
                     self.stopping.wait(self.poll_s)
@@ -274,13 +276,17 @@ class CommitWatcher(Service):
                 else:
                     fds = [changes.fileno(), self._woken.fileno()]
                     ready, _, _ = select.select(fds, [], [], RECHECK_S)
-                    if fds[0] in ready:
-                        # At most one look every WATCH_S, as the timed poll looked: a
-                        # busy database (this worker's own settlements among its
-                        # commits) wakes the claim loop no more often than before.
-                        self.stopping.wait(WATCH_S)
-                    gone = changes.drain() if fds[0] in ready else False
                     written = fds[0] in ready
+                    if written:
+                        # At most one look every WATCH_S: a busy database (this
+                        # worker's own settlements among its commits) wakes the claim
+                        # loop no more often than that; the first write after a quiet
+                        # spell is looked at at once (an idle worker's pickup).
+                        pause = looked + WATCH_S - time.monotonic()
+                        if pause > 0:
+                            self.stopping.wait(pause)
+                        looked = time.monotonic()
+                    gone = changes.drain() if written else False
                 if self.stopping.is_set():
                     return
                 now = conn.execute("PRAGMA data_version").fetchone()[0]

@@ -146,3 +146,34 @@ def test_an_idle_watcher_does_not_spin_at_its_timed_rechecks(
     finally:
         watcher.stop()
     assert settles == []
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's")
+def test_the_watcher_looks_at_once_after_quiet_and_at_most_every_watch_s_after(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The first write after a quiet spell is looked at at once (an idle worker's
+    pickup is not held back by the rate limit); writes that follow within ``WATCH_S``
+    wait for it, so a busy database wakes the worker no more often than that."""
+    path = listen.watched_file("default")
+    if path is None:
+        pytest.skip("the database has no commit counter to watch (NOTIFY wakes workers)")
+    monkeypatch.setattr(send_one.Wake, "__call__", lambda self: None)
+    monkeypatch.setattr(listen, "WATCH_S", 0.6)
+    mq.create_queue("watched")
+    watcher = listen.CommitWatcher(path, ["watched"], poll_s=60.0)
+    watcher.start()
+    try:
+        assert watcher.watching.wait(5)
+        time.sleep(0.7)  # quiet for longer than WATCH_S
+        before = wakeup.generation("watched")
+        sent = time.monotonic()
+        mq.send("watched", "x")
+        assert wakeup.wait("watched", 2.0, since=before)
+        assert time.monotonic() - sent < 0.3  # not after WATCH_S
+        before = wakeup.generation("watched")
+        mq.send("watched", "y")
+        assert wakeup.wait("watched", 2.0, since=before)
+        assert time.monotonic() - sent >= 0.55  # the second look waited for WATCH_S
+    finally:
+        watcher.stop()
