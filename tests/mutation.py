@@ -78,10 +78,9 @@ MODULES: dict[str, list[str]] = {
         "tests/worker/test_failures.py",
         "tests/worker/test_prefetch.py",
     ],
-    "django_mqlite/worker/prefetch.py": [
-        "tests/worker/test_prefetch.py",
-        "tests/worker/test_inprocess.py",
-    ],
+    # The policy's pure rules at their boundaries, no worker (a worker run under a
+    # mutated start margin or target spins until its CPU limit).
+    "django_mqlite/worker/prefetch.py": ["tests/worker/test_prefetch_rules.py"],
     # The check touches no database: its own request-by-request tests, no server.
     "django_mqlite/sqs/auth.py": ["tests/sqs/test_auth_rules.py"],
     "django_mqlite/tasks/signing.py": ["tests/tasks/test_signing.py"],
@@ -188,6 +187,9 @@ ACCEPTED: dict[str, str] = {
     "an envelope that cannot be serialised: both falsy, the same refusal",
     "django_mqlite.tasks.envelope.x__verify__mutmut_28": "b'XXXX' for b'' as the payload "
     "of an envelope that cannot be serialised: no signature of ours covers those bytes",
+    "django_mqlite.worker.prefetch.xǁPrefetchǁwant__mutmut_4": "room < 0 for room <= 0: "
+    "at room 0 no thread is idle (an idle thread means room > target - threads >= 0) and "
+    "0 is under the top-up threshold (at least 1), so 0 is returned below all the same",
     _S1 + "x_flush_deferred_counts__mutmut_2": "or for and: outside a transaction there "
     "are no on-commit markers, and on SQLite none are Counted, so it returns all the same",
 }
