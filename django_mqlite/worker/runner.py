@@ -103,15 +103,19 @@ class Worker:
         self.listening = False
         self._listener: listen.Listener | None = None
         self._watcher: listen.CommitWatcher | None = None
-        # While wake-ups are reliable (``_tick_woken``): claim at the next tick whatever
-        # woke the loop; the queues' wake-up generations and (SQLite) this connection's
-        # commit counter as of the last claim; the poll's interval and next time.
+        # While wake-ups are reliable (``_tick_woken``): claim every queue at the next
+        # tick; the queues to claim at the next tick whatever else woke the loop (their
+        # last claim took all it asked for, or a flush heard them); the queues' wake-up
+        # generations and (SQLite) this connection's commit counter as of the last
+        # claim; the poll's interval and next time.
         self._again = True
+        self._due: set[str] = set()
         self._heard: dict[str, int] = {}
         self._commits: int | None = None
         self._poll_s = IDLE_MAX_LISTENING_S
         self._poll_at = 0.0
         self._limited = False
+        self._undrained: set[str] = set()
         #: When this worker's own retries become claimable (``time.monotonic()``).
         self._retries: list[float] = []
         self.prefetch = Prefetch(self.concurrency)
@@ -358,7 +362,8 @@ class Worker:
 
     def _tick_woken(self, since: Any, idle_s: float) -> float | None:
         """The claim of a tick while wake-ups work (``_woken``): claim only when there
-        can be something new to claim, otherwise sleep until woken or the poll is due.
+        can be something new to claim, and only the queues where there can be,
+        otherwise sleep until woken or the poll is due.
 
         A message becomes claimable (a) by a send, resume or released dependency, each
         of which wakes the queue (NOTIFY; on SQLite the commit watcher, which sees every
@@ -371,26 +376,33 @@ class Worker:
         returns): the poll, every ``IDLE_MAX_LISTENING_S``, at a retry's due time for the
         worker's own, and on the back-off from ``IDLE_MIN_S`` for a limited queue. So an
         idle worker claims once per poll, and a trickle costs a claim and a completion
-        per message, not a string of empty claims between them."""
+        per message, not a string of empty claims between them. The poll (and a retry's
+        due time, and the first claim after wake-ups resume) claims every queue; (a) and
+        (b) claim only the queues they concern, so a send to one queue of a worker that
+        consumes several costs no empty claims of the others."""
         got = 0
         if self._claim_due():
-            want = self._want()
             now = time.monotonic()
+            every = self._again or now >= self._poll_at or any(t <= now for t in self._retries)
+            only = None if every else self._due | self._woken_queues()
             self._retries = [t for t in self._retries if t > now]
             self._heard = wakeup.generations(list(self.consumers))
             self._commits = listen.commit_counter(self.using) if self._watcher else None
-            got = self._claim()
-            self._again = got >= want
+            got = self._claim(only)
+            self._again = False
+            self._due = self._undrained
             if not self._limited:
                 self._poll_s = IDLE_MAX_LISTENING_S
             elif got:
                 self._poll_s = IDLE_MIN_S
             else:
                 self._poll_s = min(max(self._poll_s, IDLE_MIN_S / 2) * 2, IDLE_MAX_LISTENING_S)
-            self._poll_at = time.monotonic() + self._poll_s
+            poll_at = time.monotonic() + self._poll_s
+            # A claim of some queues never puts off the poll of the others.
+            self._poll_at = poll_at if only is None else min(self._poll_at, poll_at)
         if not got and self._out_of_work():
             return None
-        if self._again and self._want() > 0:
+        if self._due and self._want() > 0:
             return idle_s  # took all it asked for, and has room: claim again at once
         poll_in = max(0.0, min([self._poll_at, *self._retries]) - time.monotonic())
         wakeup.wait_any(since, self._next_deadline(poll_in if self.pool.free() else 1.0))
@@ -401,13 +413,20 @@ class Worker:
         if self._want() <= 0:
             return False  # a wake-up stays pending until a thread is free
         now = time.monotonic()
-        if self._again or now >= self._poll_at or any(t <= now for t in self._retries):
+        if self._again or self._due or now >= self._poll_at:
             return True
-        if wakeup.generations(list(self.consumers)) == self._heard:
-            return False
-        if self._watcher is None:
-            return True
-        return listen.commit_counter(self.using) != self._commits
+        return any(t <= now for t in self._retries) or bool(self._woken_queues())
+
+    def _woken_queues(self) -> set[str]:
+        """The queues woken since the last claim (their wake-up generation moved). On
+        SQLite the commit watcher wakes every queue on any commit, this worker's own
+        as well: none counts unless this connection's commit counter moved too."""
+        heard = wakeup.generations(list(self.consumers))
+        woken = {name for name, g in heard.items() if g != self._heard.get(name)}
+        if woken and self._watcher is not None:
+            if listen.commit_counter(self.using) == self._commits:
+                return set()
+        return woken
 
     def _retry_at(self, delay_s: float) -> None:
         """A message this worker gave back becomes claimable in ``delay_s``: poll then."""
@@ -456,21 +475,29 @@ class Worker:
         """A handler thread has nothing to run."""
         return self.pool.free() > 0
 
-    def _claim(self) -> int:
+    def _claim(self, only: set[str] | None = None) -> int:
+        """Claim up to ``_want()`` from the worker's queues (those in ``only``, when
+        given); ``_undrained`` is then the queues among them that may hold more: those
+        that gave all they were asked for, and those not asked once the want was met."""
         want = self._want()
         got = 0
         limited = False
+        undrained: set[str] = set()
         # Rotate which queue claims first, so one busy queue cannot starve the others.
         names = list(self.consumers)
         self._rotation = (self._rotation + 1) % len(names)
         for name in names[self._rotation :] + names[: self._rotation]:
+            if only is not None and name not in only:
+                continue
             consumer = self.consumers[name]
             if want - got <= 0:
-                break
+                undrained.add(name)
+                continue
             claimed_at = time.monotonic()
-            msgs = receive(
-                name, max_messages=want - got, worker_id=self.worker_id, using=self.using
-            )
+            asked = want - got
+            msgs = receive(name, max_messages=asked, worker_id=self.worker_id, using=self.using)
+            if len(msgs) >= asked:
+                undrained.add(name)
             limited = limited or getattr(msgs, "limited", False)
             now = now_ms()
             batch = []
@@ -489,6 +516,7 @@ class Worker:
             got += len(batch)
         self.claimed += got
         self._limited = limited
+        self._undrained = undrained
         return got
 
     # -- leases, timeouts, settlements --------------------------------------------------
@@ -600,12 +628,13 @@ class Worker:
         self.outcomes.update(settlement.flush_failures(self.pool, self.using))
         for delay in delays:
             self._retry_at(delay)
-        if wakeup.generations(keys) != before:
+        after = wakeup.generations(keys)
+        if after != before:
             # Woken meanwhile, perhaps by what this flush committed (the next message of
             # a group's line, a dependent: ``lines``, ``dependencies``): on SQLite this
             # connection's own commits leave its commit counter where it was, so claim
-            # without asking it.
-            self._again = True
+            # those queues without asking it.
+            self._due |= {name for name in keys if after[name] != before[name]}
 
     def _release(self, ds: list[Delivery]) -> None:
         settlement.release(ds, self.using)

@@ -22,7 +22,7 @@ import django_mqlite as mq
 from django_mqlite.consumers import Registry
 from django_mqlite.engine import send_one
 from django_mqlite.worker import Worker
-from tests.support.features import requires
+from tests.support.features import has, requires
 from tests.support.procs import wait_for
 from tests.support.transactions import Transactions, counting
 
@@ -104,3 +104,43 @@ def test_a_trickle_costs_a_claim_and_a_completion_a_message(remote_sends: None) 
 
 
 TASKS = 20
+
+
+def test_a_send_to_one_queue_claims_that_queue_only(
+    remote_sends: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker consuming two queues, woken by NOTIFYs of sends to one of them, claims
+    that one: the other is claimed by the poll (every 5 s), not once per message."""
+    from django_mqlite.worker import runner
+
+    for name in ("busy", "quiet"):
+        mq.create_queue(name)
+    done: list[str] = []
+    registry = Registry()
+    registry.register("busy", lambda msg: done.append(msg.body))
+    registry.register("quiet", lambda msg: None)
+    claimed: list[str] = []
+    real = runner.receive
+
+    def receive(queue: str, **kwargs: object) -> object:
+        claimed.append(queue)
+        return real(queue, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(runner, "receive", receive)
+    worker = Worker(["busy", "quiet"], install_signals=False, registry=registry)
+    with Running(worker):
+        wait_for(lambda: "quiet" in claimed, timeout=10, what="the first claim")
+        time.sleep(0.5)
+        claimed.clear()
+        for i in range(5):
+            mq.send("busy", str(i))
+            wait_for(lambda i=i: len(done) > i, timeout=10, every=0.005, what=f"message {i}")
+            time.sleep(0.05)
+    assert claimed.count("busy") >= 5, claimed
+    if has("listen_notify"):
+        # NOTIFY names the queue: the other one waits for the poll.
+        assert "quiet" not in claimed, claimed
+    else:
+        # SQLite's commit watcher cannot tell the queues apart: at most one claim of
+        # the other queue a send.
+        assert claimed.count("quiet") <= 5, claimed
