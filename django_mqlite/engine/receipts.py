@@ -50,6 +50,23 @@ def write(
     if not requests:
         return
     expires = now + current().receipt_ttl_ms
+    if cursor.db.vendor == "postgresql":
+        # One statement text whatever the batch's size, with five parameters: psycopg
+        # converts (and caches) it in a fraction of the time a VALUES row per receipt
+        # takes, five parameters each.
+        cursor.execute(
+            "INSERT INTO mqlite_receipt (seq, lock_token, verb, args, expires_at) "
+            "SELECT r.seq, r.token, %s, r.args, %s "
+            "FROM unnest(%s::bigint[], %s::text[], %s::text[]) AS r (seq, token, args)",
+            [
+                verb,
+                expires,
+                [seq for seq, _, _ in requests],
+                [token for _, token, _ in requests],
+                [_key(queue_id, args) for _, _, args in requests],
+            ],
+        )
+        return
     params: list[Any] = []
     for seq, token, args in requests:
         params += [seq, token, verb, _key(queue_id, args), expires]

@@ -7,9 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.db import connection
 
 import django_mqlite as mq
-from django_mqlite.engine import settle
+from django_mqlite.engine import receipts, settle
 from django_mqlite.engine.types import Outcome
 
 pytestmark = pytest.mark.django_db
@@ -52,6 +53,24 @@ def test_a_replay_through_the_other_path_succeeds(q: str) -> None:
     mq.reject(q, seq, token, "Bad", "why")
     [again] = settle.reject_many(q, [settle.RejectItem(seq, token, "Bad", "why")])
     assert again.outcome is Outcome.REPLAYED
+
+
+def test_a_receipt_keeps_arguments_that_array_and_json_syntax_would_quote(q: str) -> None:
+    """The arguments are stored as written, whatever they hold (on PostgreSQL a batch's
+    receipts go as arrays: braces, commas, quotes and backslashes must survive)."""
+    description = 'a {b, "c"} \\ d\te NULL'
+    seqs = []
+    items = []
+    for _ in range(3):
+        seq, token = _claim(q)
+        seqs.append(seq)
+        items.append(settle.RejectItem(seq, token, "Bad,{x}", description))
+    assert [r.outcome for r in settle.reject_many(q, items)] == [Outcome.DEAD_LETTERED] * 3
+    assert [r.outcome for r in settle.reject_many(q, items)] == [Outcome.REPLAYED] * 3
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT args FROM mqlite_receipt WHERE seq IN (%s, %s, %s)", seqs)
+        stored = {row[0].split("|", 1)[1] for row in cursor.fetchall()}
+    assert stored == {receipts.reject_args("Bad,{x}", description)}
 
 
 @pytest.mark.parametrize(
