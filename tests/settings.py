@@ -130,7 +130,10 @@ TEMPLATES = [
     }
 ]
 STATIC_URL = "static/"
-MQLITE: dict[str, object] = {"QUEUES": {}}
+# One worker process per runworker unless a test asks for more (--processes, or
+# WORKER_PROCESSES through MQLITE_TEST_OVERRIDES): the tests signal and kill the process
+# they started, and call_command("runworker") must not fork the test run.
+MQLITE: dict[str, object] = {"QUEUES": {}, "WORKER_PROCESSES": 1}
 if DB == "pgbouncer":
     _direct = {"PORT": os.environ.get("PGPORT", "5432")}
     MQLITE["LISTEN"] = {"default": _direct, SECOND: _direct}

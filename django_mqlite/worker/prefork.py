@@ -13,6 +13,19 @@ connection; it only:
 - with ``--burst``, lets a child that drained its queues (exit 0) stay gone, and exits
   when every child has.
 
+The children are not all alike: the first (slot 0) runs the reaper and the periodic
+ticker and claims on every wake-up; the others are *standby*: once a claim of theirs
+finds nothing they leave the wake-ups to the first and claim again at their poll, or
+when the first tells them (``Siblings``) that its last claim took all it asked for, so
+there is a backlog to share. An idle ``runworker -p 4`` then costs the database what one
+worker costs plus three heartbeats, and a trickle of messages is not raced for by
+every process at once.
+
+Without ``--processes``, ``runworker`` decides the count (``default_processes``): one
+per core the process may use, and at most two where the database serializes its writers
+(SQLite): a second process runs handlers while the first writes; a third mostly waits
+for the write lock.
+
 Children run in their own process group, so a Ctrl-C in a terminal reaches them once,
 through the parent. A child whose parent disappears (SIGKILL, OOM) drains and exits as
 if it had been sent SIGTERM.
@@ -49,8 +62,94 @@ RESTART_MIN_S, RESTART_MAX_S = 0.5, 30.0  # back-off for a child that dies young
 HEALTHY_AFTER_S = 10.0  # a child that lived this long resets the back-off
 
 
+#: Worker processes at most, by default, on a database with one writer at a time.
+SERIAL_WRITER_PROCESSES = 2
+#: The first process tells standby siblings about a backlog at most this often.
+TELL_EVERY_S = 0.05
+
+
 class Runnable(Protocol):
     def run(self) -> int: ...
+
+
+def cores() -> int:
+    """The cores this process may use: its CPU affinity, bounded by a cgroup v2 CPU
+    quota (a container's ``--cpus``), at least one."""
+    try:
+        n = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        n = os.cpu_count() or 1
+    quota = _cgroup_quota()
+    if quota is not None:
+        n = min(n, quota)
+    return max(1, n)
+
+
+def _cgroup_quota(path: str = "/sys/fs/cgroup/cpu.max") -> int | None:
+    """Whole cores of a cgroup v2 quota (``"150000 100000"`` is 2), None without one."""
+    try:
+        with open(path) as f:
+            quota, period = f.read().split()[:2]
+    except (OSError, ValueError):
+        return None
+    if quota == "max":
+        return None
+    try:
+        return max(1, -(-int(quota) // int(period)))
+    except (ValueError, ZeroDivisionError):
+        return None
+
+
+def default_processes(serial_writer: bool) -> int:
+    """``runworker``'s process count when neither ``--processes`` nor
+    ``MQLITE["WORKER_PROCESSES"]`` says: a process per core, at most
+    ``SERIAL_WRITER_PROCESSES`` when a database it serves has one writer at a time."""
+    n = cores()
+    return min(n, SERIAL_WRITER_PROCESSES) if serial_writer else n
+
+
+def roles(slot: int) -> dict[str, bool]:
+    """The ``Worker`` options of the process in ``slot``: the first reaps, ticks the
+    periodic schedules and follows every wake-up; the others stand by."""
+    return {"reaper": slot == 0, "periodic": slot == 0, "standby": slot > 0}
+
+
+class Siblings:
+    """How the first worker process tells the standby ones that there is a backlog: a
+    pipe made by the supervisor before it forks, one byte per standby sibling."""
+
+    def __init__(self, standby: int) -> None:
+        self.standby = standby
+        self._r, self._w = os.pipe()
+        os.set_blocking(self._w, False)
+        self._told = 0.0
+
+    def tell(self) -> None:
+        """A claim took all it asked for (called by the first process)."""
+        now = time.monotonic()
+        if self.standby < 1 or now - self._told < TELL_EVERY_S:
+            return
+        self._told = now
+        try:
+            os.write(self._w, b"!" * self.standby)
+        except (BlockingIOError, BrokenPipeError):
+            pass  # full: they have been told already
+
+    def listen(self, hear: Callable[[], None]) -> threading.Thread:
+        """A thread of a standby process calling ``hear()`` for each byte it reads."""
+
+        def run() -> None:
+            while True:
+                try:
+                    if not os.read(self._r, 1):
+                        return
+                except OSError:
+                    return
+                hear()
+
+        thread = threading.Thread(target=run, name="mqlite-siblings", daemon=True)
+        thread.start()
+        return thread
 
 
 @dataclass
@@ -64,10 +163,11 @@ class _Slot:
 
 
 class Supervisor:
-    """Keeps ``processes`` children running ``make_worker().run()`` until stopped."""
+    """Keeps ``processes`` children running ``make_worker(slot).run()`` until stopped;
+    slot 0 is the first (``Siblings``)."""
 
     def __init__(
-        self, make_worker: Callable[[], Runnable], processes: int, *, burst: bool = False
+        self, make_worker: Callable[[int], Runnable], processes: int, *, burst: bool = False
     ) -> None:
         self.make_worker = make_worker
         self.slots = [_Slot(i) for i in range(processes)]
@@ -136,7 +236,7 @@ class Supervisor:
             signal.set_wakeup_fd(-1)  # the parent's wake-up pipe is not the child's
             for fd in self._wake_fds:
                 os.close(fd)
-            _child(self.make_worker)
+            _child(self.make_worker, slot.index)
         slot.pid, slot.started, slot.restart_at = pid, time.monotonic(), 0.0
         logger.info("worker process %s started (slot %s)", pid, slot.index)
         if self.stopping:  # a signal raced the fork: pass it on
@@ -210,7 +310,7 @@ def _kill(pid: int, signum: int) -> None:
         pass  # already gone; its exit is collected by the next poll
 
 
-def _child(make_worker: Callable[[], Runnable]) -> None:
+def _child(make_worker: Callable[[int], Runnable], slot: int) -> None:
     """The body of a forked child: run one worker, then leave without returning into
     the parent's code (``os._exit``: no atexit handlers, no parent cleanup)."""
     code = 1
@@ -219,7 +319,7 @@ def _child(make_worker: Callable[[], Runnable]) -> None:
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD):
             signal.signal(sig, signal.SIG_DFL)  # the worker installs its own
         _watch_parent(os.getppid())
-        code = make_worker().run()
+        code = make_worker(slot).run()
     except (MQLiteError, ImproperlyConfigured) as exc:
         sys.stderr.write(f"worker process {os.getpid()}: {exc}\n")
         code = EXIT_CONFIG

@@ -14,7 +14,7 @@ import random
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import ImproperlyConfigured
 from django.db import Error as DatabaseError
@@ -36,6 +36,9 @@ from .prefetch import GROUP_COMMIT_S, Prefetch
 from .registry import Consumer, Registry
 from .retry import backoff_delay
 from .stopping import drain_then_exit, stop_on_signals
+
+if TYPE_CHECKING:
+    from .prefork import Siblings
 
 logger = logging.getLogger("django_mqlite.worker")
 
@@ -68,6 +71,8 @@ class Worker:
         shutdown_timeout_s: float = 30.0,
         reaper: bool = True,
         periodic: bool = True,
+        standby: bool = False,
+        siblings: Siblings | None = None,
         registry: Registry | None = None,
         install_signals: bool = True,
         rng: random.Random | None = None,
@@ -85,6 +90,14 @@ class Worker:
         self.shutdown_timeout_s = shutdown_timeout_s
         self.reaper = reaper
         self.periodic = periodic
+        #: A standby process of ``runworker --processes`` (``prefork``): after a claim
+        #: that found nothing it claims at its poll or when the first process tells it
+        #: of a backlog through ``siblings``, not on every wake-up.
+        self.standby = standby
+        self.siblings = siblings
+        self._found = True
+        self._told = False
+        self._full_claims = 0
         self.install_signals = install_signals
         self.rng = rng or random.Random()  # noqa: S311 - jitter, not security
         self.worker_id: int | None = None
@@ -195,6 +208,8 @@ class Worker:
             self._threads.append(self._watcher)
         for t in self._threads:
             t.start()
+        if self.standby and self.siblings is not None:
+            self.siblings.listen(self._on_told)
         logger.info(
             "worker %s started: queues %s, concurrency %s",
             wid,
@@ -383,14 +398,26 @@ class Worker:
         got = 0
         if self._claim_due():
             now = time.monotonic()
-            every = self._again or now >= self._poll_at or any(t <= now for t in self._retries)
+            every = (
+                self._again
+                or self._told
+                or now >= self._poll_at
+                or any(t <= now for t in self._retries)
+            )
             only = None if every else self._due | self._woken_queues()
             self._retries = [t for t in self._retries if t > now]
             self._heard = wakeup.generations(list(self.consumers))
             self._commits = listen.commit_counter(self.using) if self._watcher else None
+            self._told = False
             got = self._claim(only)
             self._again = False
             self._due = self._undrained
+            self._found = got > 0
+            # Two full claims in a row are a backlog (one full claim is also what a
+            # single message is to a worker that asked for one): the others claim too.
+            self._full_claims = self._full_claims + 1 if self._due else 0
+            if self._full_claims > 1 and not self.standby and self.siblings is not None:
+                self.siblings.tell()
             if not self._limited:
                 self._poll_s = IDLE_MAX_LISTENING_S
             elif got:
@@ -415,7 +442,11 @@ class Worker:
         now = time.monotonic()
         if self._again or self._due or now >= self._poll_at:
             return True
-        return any(t <= now for t in self._retries) or bool(self._woken_queues())
+        if any(t <= now for t in self._retries):
+            return True
+        if self.standby and not self._found:
+            return self._told  # the wake-ups are the first process's
+        return bool(self._woken_queues())
 
     def _woken_queues(self) -> set[str]:
         """The queues woken since the last claim (their wake-up generation moved). On
@@ -674,3 +705,8 @@ class Worker:
 
     def _wake(self) -> None:
         wakeup.notify(self._wake_key)
+
+    def _on_told(self) -> None:
+        """The first process's claim took all it asked for (``Siblings``)."""
+        self._told = True
+        self._wake()

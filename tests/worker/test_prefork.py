@@ -121,6 +121,9 @@ def test_a_child_that_cannot_start_stops_the_parent(workers: Any) -> None:
 
 
 class _Done:
+    def __init__(self, slot: int) -> None:
+        self.slot = slot
+
     def run(self) -> int:
         return 0
 
@@ -137,3 +140,75 @@ def test_a_burst_ends_when_its_last_child_does(monkeypatch: Any) -> None:
     assert prefork.Supervisor(_Done, 2, burst=True).run() == 0
     assert time.monotonic() - started < 10
     assert signal.getsignal(signal.SIGCHLD) is signal.SIG_DFL  # put back as it was
+
+
+def test_no_flag_runs_the_default_count(workers: Any, children: set[int]) -> None:
+    """Without --processes (and WORKER_PROCESSES None) the count is the default for the
+    database and the cores (one process, no parent, where that is one)."""
+    from django.db import connection
+
+    from django_mqlite.engine.dialects import dialect_for
+    from django_mqlite.worker.prefork import default_processes
+
+    expected = default_processes(serial_writer=not dialect_for(connection.alias).concurrent_writers)
+    mq.create_queue("work")
+    proc = workers.start("--queue", "work", overrides={"WORKER_PROCESSES": None})
+    pids = wait_for(lambda: len(_live_worker_pids()) == expected and _live_worker_pids())
+    children.update(pids)
+    assert proc.pid not in pids or expected == 1
+    code, _out, err = workers.stop(proc)
+    assert code == 0, err
+    assert not any(_alive(pid) for pid in pids)
+
+
+def test_the_first_process_reaps_and_ticks_the_others_stand_by() -> None:
+    from django_mqlite.worker.prefork import roles
+
+    assert roles(0) == {"reaper": True, "periodic": True, "standby": False}
+    assert roles(1) == roles(3) == {"reaper": False, "periodic": False, "standby": True}
+
+
+def test_the_count_follows_the_database_and_the_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+    from django_mqlite.worker import prefork
+
+    monkeypatch.setattr(prefork, "cores", lambda: 8)
+    assert prefork.default_processes(serial_writer=True) == 2
+    assert prefork.default_processes(serial_writer=False) == 8
+    monkeypatch.setattr(prefork, "cores", lambda: 1)
+    assert prefork.default_processes(serial_writer=True) == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "quota"),
+    [
+        ("max 100000\n", None),
+        ("150000 100000\n", 2),
+        ("50000 100000", 1),
+        ("400000 100000", 4),
+        ("junk", None),
+    ],
+)
+def test_a_cgroup_quota_bounds_the_cores(tmp_path: Any, text: str, quota: int | None) -> None:
+    from django_mqlite.worker import prefork
+
+    path = tmp_path / "cpu.max"
+    path.write_text(text)
+    assert prefork._cgroup_quota(str(path)) == quota
+    assert prefork._cgroup_quota(str(tmp_path / "missing")) is None
+
+
+@pytest.mark.parametrize("value", [0, -1, True, "2", 1.5])
+def test_a_bad_worker_processes_setting_is_refused(value: Any) -> None:
+    from django.core.exceptions import ImproperlyConfigured
+    from django.test import override_settings
+
+    from django_mqlite.conf import mqlite_settings
+    from django_mqlite.management.commands.runworker import configured_processes
+
+    with override_settings(MQLITE={"WORKER_PROCESSES": value}):
+        mqlite_settings.reload()
+        try:
+            with pytest.raises(ImproperlyConfigured, match="WORKER_PROCESSES"):
+                configured_processes(object())  # type: ignore[arg-type]
+        finally:
+            mqlite_settings.reload()

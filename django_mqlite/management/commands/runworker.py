@@ -11,13 +11,14 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ... import checks
-from ...conf import current
+from ...conf import current, mqlite_settings
+from ...engine.dialects import dialect_for
 from ...exceptions import MQLiteError
 from ...tasks.support import nothing_to_serve
 from ...worker import Worker, build
 from ...worker.discovery import autodiscover
 from ...worker.multi import MultiWorker
-from ...worker.prefork import Supervisor
+from ...worker.prefork import Siblings, Supervisor, default_processes, roles
 from ...worker.registry import registry
 
 
@@ -100,8 +101,9 @@ class Command(BaseCommand):
             "-p",
             type=_positive_int,
             default=None,
-            help="run N worker processes (each with --concurrency threads) under one "
-            "supervising parent that restarts any that die",
+            help="worker processes (each with --concurrency threads); more than one run "
+            "under a supervising parent that restarts any that die (default: "
+            'MQLITE["WORKER_PROCESSES"], else one per core, at most 2 on SQLite)',
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -114,7 +116,10 @@ class Command(BaseCommand):
         if not registry.queues():
             raise CommandError(nothing_to_serve())
 
-        def make_worker() -> Worker | MultiWorker:
+        siblings: Siblings | None = None
+
+        def make_worker(slot: int = 0) -> Worker | MultiWorker:
+            role = roles(slot)  # the first reaps and ticks, the others stand by
             return build(
                 options["queues"],
                 concurrency=options["concurrency"],
@@ -122,20 +127,41 @@ class Command(BaseCommand):
                 max_messages=options["max_messages"],
                 max_memory_mb=options["max_memory"],
                 shutdown_timeout_s=options["shutdown_timeout"],
-                reaper=not options["no_reaper"],
+                reaper=role["reaper"] and not options["no_reaper"],
+                periodic=role["periodic"],
+                standby=role["standby"],
+                siblings=siblings,
                 using=options["database"],
             )
 
         try:
             worker = make_worker()  # in the parent too: bad options fail here, once
-            if options["processes"] is None:
+            processes = options["processes"] or configured_processes(worker)
+            if processes == 1:
                 code = worker.run()
             else:
-                code = Supervisor(make_worker, options["processes"], burst=options["burst"]).run()
+                siblings = Siblings(processes - 1)
+                code = Supervisor(make_worker, processes, burst=options["burst"]).run()
         except (MQLiteError, ImproperlyConfigured) as exc:
             raise CommandError(str(exc)) from exc
         if code:
             sys.exit(code)
+
+
+def configured_processes(worker: Worker | MultiWorker) -> int:
+    """``MQLITE["WORKER_PROCESSES"]``, or the default for the databases ``worker``
+    serves (``prefork.default_processes``)."""
+    value = mqlite_settings.WORKER_PROCESSES
+    if value is None:
+        loops = worker.workers if isinstance(worker, MultiWorker) else [worker]
+        return default_processes(
+            serial_writer=any(not dialect_for(w.using).concurrent_writers for w in loops)
+        )
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ImproperlyConfigured(
+            f'MQLITE["WORKER_PROCESSES"] must be a positive integer or None, not {value!r}'
+        )
+    return value
 
 
 def _log_to_stderr(level: int) -> None:

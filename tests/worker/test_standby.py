@@ -1,0 +1,111 @@
+"""The standby processes of ``runworker --processes`` (``worker/prefork.py``): after a
+claim that found nothing, a standby worker leaves the wake-ups to the first process and
+claims at its poll or when the first tells it of a backlog (``Siblings``); the first
+tells when a claim of its took all it asked for. The poll is held at a minute, so a
+claim that only a poll would make fails the test."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+import django_mqlite as mq
+from django_mqlite.consumers import Registry
+from django_mqlite.engine import send_one
+from django_mqlite.worker import Worker, runner
+from django_mqlite.worker.prefork import Siblings
+from tests.support.features import requires
+from tests.support.procs import wait_for
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    requires("wake_ups"),
+    pytest.mark.skipif(
+        os.environ.get("MQLITE_TEST_DB") == "pgbouncer",
+        reason="behind a transaction-pooling PgBouncer LISTEN hears nothing: the wake-up "
+        "tests run on PostgreSQL directly",
+    ),
+]
+
+
+@pytest.fixture(autouse=True)
+def long_poll(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setattr(send_one.Wake, "__call__", lambda self: None)
+    monkeypatch.setattr(runner, "IDLE_MAX_LISTENING_S", 60.0)
+    yield
+
+
+class Running:
+    def __init__(self, worker: Worker) -> None:
+        self.worker = worker
+        self.thread = threading.Thread(target=worker.run, name="mqlite-worker-main")
+
+    def __enter__(self) -> Worker:
+        self.thread.start()
+        wait_for(lambda: self.worker.worker_id is not None, timeout=10, what="the start")
+        return self.worker
+
+    def __exit__(self, *exc: object) -> None:
+        self.worker.stop()
+        self.thread.join(30)
+        assert not self.thread.is_alive()
+
+
+def test_a_standby_worker_claims_when_told_not_on_every_wake_up() -> None:
+    mq.create_queue("standby")
+    done: list[int] = []
+    registry = Registry()
+    registry.register("standby", lambda msg: done.append(int(msg.body)))
+    siblings = Siblings(1)
+    worker = Worker(
+        ["standby"],
+        install_signals=False,
+        registry=registry,
+        reaper=False,
+        periodic=False,
+        standby=True,
+        siblings=siblings,
+    )
+    with Running(worker):
+        wait_for(lambda: not worker._found, timeout=10, what="its first, empty claim")
+        mq.send("standby", 1)  # wakes the queue, as another process's send does
+        time.sleep(1.0)
+        assert done == []  # the first process's to take
+        assert mq.peek("standby")[0].state == "active"  # not claimed
+        siblings.tell()  # the first process found a backlog
+        wait_for(lambda: done == [1], timeout=5, what="the claim after being told")
+
+
+def test_the_first_process_tells_the_standby_of_a_backlog() -> None:
+    mq.create_queue("first")
+    mq.send_batch("first", [mq.OutMessage(i) for i in range(200)])
+    done: list[int] = []
+    registry = Registry()
+    registry.register("first", lambda msg: done.append(int(msg.body)))
+    siblings = Siblings(1)
+    os.set_blocking(siblings._r, False)
+    worker = Worker(["first"], install_signals=False, registry=registry, siblings=siblings)
+    with Running(worker):
+        wait_for(lambda: len(done) == 200, timeout=30, what="the backlog")
+    told = os.read(siblings._r, 64)
+    assert told and set(told) == {ord("!")}
+
+
+def test_the_first_process_tells_nobody_of_a_single_message() -> None:
+    mq.create_queue("single")
+    done: list[int] = []
+    registry = Registry()
+    registry.register("single", lambda msg: done.append(int(msg.body)))
+    siblings = Siblings(1)
+    os.set_blocking(siblings._r, False)
+    worker = Worker(["single"], install_signals=False, registry=registry, siblings=siblings)
+    with Running(worker):
+        time.sleep(0.5)
+        mq.send("single", 1)
+        wait_for(lambda: done == [1], timeout=10, what="the message")
+    with pytest.raises(BlockingIOError):
+        os.read(siblings._r, 64)
