@@ -46,7 +46,7 @@ def systems(db: str) -> list[System]:
             (),
             "django_mqlite",
             {"BENCH_SYSTEM": "mqlite"},
-            "runworker, no flags: one process",
+            "runworker, no flags: a process per core, at most 2 on SQLite",
         ),
         System(
             "celery_redis",

@@ -18,7 +18,9 @@ CONCURRENCY = "32"  # handler threads per worker; the handler is a no-op
 
 
 def runworker_args(burst: bool = True) -> list[str]:
-    args = ["runworker", "--queue", "bench", "--concurrency", CONCURRENCY, "--no-reaper", "-v0"]
+    # One process each: the scenario starts 1 and 2 of them itself.
+    args = ["runworker", "--queue", "bench", "--concurrency", CONCURRENCY, "--processes", "1"]
+    args += ["--no-reaper", "-v0"]
     return [*args, "--burst"] if burst else args
 
 
@@ -103,7 +105,15 @@ def _mqlite_tasks_drain(ctx: Context) -> dict[str, Any]:  # pragma: no cover
         peers.enqueue_tasks(n, per_transaction=256, backend="mqlite")
         with Stopwatch() as t:
             worker = ctx.manage(
-                "runworker", "--queue", "default", "--burst", "-c", CONCURRENCY, "--no-reaper"
+                "runworker",
+                "--queue",
+                "default",
+                "--burst",
+                "-c",
+                CONCURRENCY,
+                "-p",
+                "1",
+                "--no-reaper",
             )
             wait_all([worker], 600)
         left = pending("default")
