@@ -38,7 +38,7 @@ from django.db import IntegrityError, transaction
 from django.db.backends.utils import CursorWrapper
 
 from ..exceptions import InvalidArgumentError, ScheduleExistsError, ScheduleNotFoundError
-from . import arguments, databases
+from . import arguments, databases, wakeup
 from .clock import from_ms, now_ms
 from .dialects import Dialect
 from .schedule_times import MAX_JITTER_S, OVERLAP, Schedule, check_when
@@ -79,6 +79,20 @@ class FireTime:
 
     at: dt.datetime
     enqueue_at: dt.datetime
+
+
+#: The wake-up key (and NOTIFY payload) of a change to the stored schedules: tickers
+#: re-read them when they hear it (``tasks.periodic.Ticker``).
+CHANGED_KEY = "#schedules"
+
+
+def _announce(cursor: CursorWrapper, dialect: Dialect, alias: str) -> None:
+    """Tell every ticker that the stored schedules changed, once this transaction
+    commits: NOTIFY where the database has it, and this process's own wake-up."""
+    notify = dialect.notify_sql()
+    if notify is not None:
+        cursor.execute(notify, [CHANGED_KEY])
+    transaction.on_commit(lambda: wakeup.notify(CHANGED_KEY), using=alias)
 
 
 def unique_key(name: str) -> str:
@@ -190,6 +204,7 @@ def create_schedule(name: str, *, using: str | None = None, **spec: Any) -> Sche
                 [*_params(schedule), now, now],
             )
             _reset_cursor(cursor, schedule, now)
+            _announce(cursor, dialect, alias)
     except IntegrityError:
         raise ScheduleExistsError(f"schedule {name!r} exists already") from None
     return _load(cursor, dialect, name)
@@ -219,12 +234,13 @@ def delete_schedule(name: str, *, using: str | None = None) -> None:
     """Remove a stored schedule (runs already enqueued stay)."""
     check_name(name)
     alias = databases.alias_of(using)
-    cursor, _ = databases.ctx(alias)
+    cursor, dialect = databases.ctx(alias)
     with transaction.atomic(using=alias):
         cursor.execute("DELETE FROM mqlite_schedule WHERE name = %s", [name])
         if cursor.rowcount == 0:
             raise ScheduleNotFoundError(f"no stored schedule {name!r}")
         cursor.execute("DELETE FROM mqlite_periodic WHERE name = %s", [name])
+        _announce(cursor, dialect, alias)
 
 
 def get_schedule(name: str, *, using: str | None = None) -> Schedule:
@@ -344,6 +360,7 @@ def _change(name: str, using: str | None, change: Any) -> Schedule:
             [*_params(new)[1:], now, name],
         )
         _reset_cursor(cursor, new, now)
+        _announce(cursor, dialect, alias)
         return _load(cursor, dialect, name)
 
 

@@ -34,6 +34,7 @@ most recent missed occurrence once; ``"all"`` enqueues each missed one (at most 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -42,9 +43,10 @@ from django.db import transaction
 from django.utils.module_loading import import_string
 
 from ..conf import mqlite_settings
-from ..engine import arguments, databases
+from ..engine import arguments, databases, wakeup
 from ..engine import schedules as stored
 from ..engine.clock import now_ms
+from ..engine.dialects import dialect_for
 from ..engine.schedule_times import Schedule, check_when
 from ..exceptions import InvalidArgumentError
 from .support import mqlite_task_queues
@@ -52,6 +54,11 @@ from .support import mqlite_task_queues
 logger = logging.getLogger("django_mqlite.periodic")
 
 TICK_INTERVAL_S = 1.0
+#: Where a change of the stored schedules is announced to every process (NOTIFY on
+#: PostgreSQL), a ticker re-reads them when it hears one and at least this often (a
+#: notification lost while the listener reconnects delays a change, never misfires
+#: one: each run's compare-and-set checks the schedule's version and paused flag).
+STORED_REREAD_S = 10.0
 MAX_CATCHUP = 1000
 CATCHUP = ("latest", "all")
 _KEYS = {"cron", "task", "args", "kwargs", "queue", "body", "timezone", "catchup"}
@@ -118,6 +125,10 @@ class Ticker:
         self.stored = stored
         self.known: dict[tuple[str, int], int] = {}
         self.read_failing = False
+        self._read: list[Schedule] | None = None
+        self._read_at = 0.0
+        self._heard = 0
+        self._cache_s = STORED_REREAD_S if dialect_for(self.using).has_listen_notify else 0.0
 
     def tick(self) -> int:
         """Enqueue what is due; returns how many occurrences this ticker enqueued."""
@@ -138,6 +149,13 @@ class Ticker:
     def _stored(self) -> list[Schedule]:
         if not self.stored:
             return []
+        heard = wakeup.generation(stored.CHANGED_KEY)
+        if (
+            self._read is not None
+            and heard == self._heard
+            and time.monotonic() < self._read_at + self._cache_s
+        ):
+            return self._read
         try:
             found = stored.stored_to_run(using=self.using)
         except Exception:
@@ -147,6 +165,7 @@ class Ticker:
             self.read_failing = True
             return []
         self.read_failing = False
+        self._read, self._read_at, self._heard = found, time.monotonic(), heard
         return found
 
     def _advance(self, schedule: Schedule, latest: int, mark: tuple[str, int]) -> int:
@@ -176,6 +195,7 @@ class Ticker:
         with transaction.atomic(using=self.using):
             if not cursor.update(last_at=latest):
                 self.known.pop(mark, None)  # another ticker moved it; re-read
+                self._read = None  # or the schedule changed: read them again
                 return 0
             due = [latest]
             if schedule.catchup == "all":

@@ -205,3 +205,36 @@ def test_a_failing_read_of_stored_schedules_is_logged_once(
     for _ in range(3):
         assert ticker.tick() == 0
     assert caplog.text.count("reading the stored schedules failed") == 1
+
+
+def _schedule_reads(ticker: Ticker) -> int:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as queries:
+        ticker.tick()
+    return sum("FROM mqlite_schedule WHERE paused" in q["sql"] for q in queries)
+
+
+def test_a_ticker_rereads_the_stored_schedules_when_they_change(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where changes are announced (NOTIFY on PostgreSQL) a ticker keeps what it read
+    until it hears one, or ``STORED_REREAD_S`` passes; on SQLite it reads every tick."""
+    from django.db import connection
+
+    from django_mqlite.engine.dialects import dialect_for
+    from django_mqlite.tasks import periodic
+
+    announced = dialect_for(connection.alias).has_listen_notify
+    ticker = Ticker()
+    assert _schedule_reads(ticker) == 1
+    assert _schedule_reads(ticker) == (0 if announced else 1)
+    mq.create_schedule("nightly", cron="0 3 * * *", task=ADD, args=[1, 2])
+    assert _schedule_reads(ticker) == 1  # the change was heard
+    assert _schedule_reads(ticker) == (0 if announced else 1)
+    mq.pause_schedule("nightly")
+    assert _schedule_reads(ticker) == 1
+    monkeypatch.setattr(periodic, "STORED_REREAD_S", 0.0)
+    fresh = Ticker()
+    assert _schedule_reads(fresh) == _schedule_reads(fresh) == 1  # the safety re-read
