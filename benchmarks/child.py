@@ -22,11 +22,37 @@ def _fresh_postgres(name: str) -> None:
         c.execute(f'CREATE DATABASE "{name}"')
 
 
+def _fresh_mariadb(name: str) -> None:
+    """Drop and create the MariaDB database ``name`` (utf8mb4 with the server's default
+    collation, as a project's database is created; migrate gives the queue tables
+    their binary collation)."""
+    import MySQLdb
+
+    c = MySQLdb.connect(
+        host=os.environ.get("MYSQL_HOST", "127.0.0.1"),
+        port=int(os.environ.get("MYSQL_TCP_PORT", "3306")),
+        user=os.environ.get("MYSQL_USER", "root"),
+        password=os.environ.get("MYSQL_PWD", ""),
+    )
+    try:
+        with c.cursor() as cursor:
+            cursor.execute(f"DROP DATABASE IF EXISTS `{name}`")
+            cursor.execute(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4")
+    finally:
+        c.close()
+
+
+FRESH = {  # the server databases a run drops and creates, by BENCH_DB
+    "postgres": lambda: _fresh_postgres(os.environ.get("BENCH_PG_NAME", "mqlite_bench")),
+    "mariadb": lambda: _fresh_mariadb(os.environ.get("BENCH_MY_NAME", "mqlite_bench")),
+}
+
+
 def run_child(db: str, quick: bool, only: list[str], repeat: int, out: Path) -> int:
     from .sizes import sizes_for
 
-    if db == "postgres":
-        _fresh_postgres(os.environ.get("BENCH_PG_NAME", "mqlite_bench"))
+    if db in FRESH:
+        FRESH[db]()
     import django
 
     django.setup()

@@ -1,8 +1,10 @@
 """Settings of the benchmark project. The database comes from the environment:
 
-- ``BENCH_DB``: ``sqlite`` (default) or ``postgres``;
+- ``BENCH_DB``: ``sqlite`` (default), ``postgres`` or ``mariadb``;
 - ``BENCH_SQLITE_PATH``: the SQLite file (WAL, ``BEGIN IMMEDIATE``, ``synchronous=NORMAL``);
 - ``BENCH_PG_NAME`` / ``PGHOST`` / ``PGUSER`` / ``PGPASSWORD`` / ``PGPORT``: PostgreSQL;
+- ``BENCH_MY_NAME`` / ``MYSQL_HOST`` / ``MYSQL_USER`` / ``MYSQL_PWD`` / ``MYSQL_TCP_PORT``:
+  MariaDB (default ``mqlite_bench`` as root on 127.0.0.1:3306, as the test settings);
 - ``BENCH_PG_ASYNC_COMMIT=1``: PostgreSQL sessions at ``synchronous_commit=off``;
 - ``BENCH_NO_CHECKPOINT=1``: SQLite connections never auto-checkpoint, so the WAL's
   growth is every byte the run wrote (the write-amplification scenario).
@@ -38,7 +40,22 @@ if DB == "postgres":
     }
     if os.environ.get("BENCH_PG_ASYNC_COMMIT") == "1":
         DATABASES["default"]["OPTIONS"] = {"options": "-c synchronous_commit=off"}
-else:
+elif DB == "mariadb":
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.mysql",
+            "NAME": os.environ.get("BENCH_MY_NAME", "mqlite_bench"),
+            "USER": os.environ.get("MYSQL_USER", "root"),
+            "HOST": os.environ.get("MYSQL_HOST", "127.0.0.1"),
+            "PORT": os.environ.get("MYSQL_TCP_PORT", "3306"),
+            "PASSWORD": os.environ.get("MYSQL_PWD", ""),
+            "CONN_MAX_AGE": None,  # as on PostgreSQL: db_worker closes old connections
+            # As docs/configuration.md sets MariaDB up: READ COMMITTED (Django's default
+            # for this backend, said anyway) and utf8mb4.
+            "OPTIONS": {"isolation_level": "read committed", "charset": "utf8mb4"},
+        }
+    }
+elif DB == "sqlite":
     _pragmas = "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
     if os.environ.get("BENCH_NO_CHECKPOINT") == "1":
         _pragmas += " PRAGMA wal_autocheckpoint=0;"
@@ -56,6 +73,8 @@ else:
             },
         }
     }
+else:
+    raise ValueError(f"BENCH_DB={DB!r}: sqlite, postgres or mariadb")
 
 INSTALLED_APPS = [
     "django.contrib.contenttypes",
