@@ -179,7 +179,11 @@ def test_a_worker_resumed_from_sigstop_starts_no_stale_handler(workers: Any) -> 
     2 s leases, three times; meanwhile the test reclaims and completes what it held.
     Resumed (SIGCONT), the worker starts none of them."""
     mq.create_queue("work", lock_duration=2)
-    mq.send_batch("work", [mq.OutMessage({"sleep": 0.005}) for _ in range(3000)])
+    # 20 ms handlers: the worker's main thread settles and claims between idle waits, so
+    # a SIGSTOP can land outside its transactions (freeze_holding_prefetched). With 5 ms
+    # ones it settled back to back, and on MariaDB, where a settlement is a transaction
+    # of several statements, nearly every stop landed inside one (100 of 100 tries).
+    mq.send_batch("work", [mq.OutMessage({"sleep": 0.02}) for _ in range(3000)])
     proc = workers.start("-q", "work", "-c", "2", overrides={"WORKER_STALE_AFTER": 3600})
     taken: set[int] = set()
     rounds: list[tuple[float, float, set[int]]] = []
@@ -227,16 +231,24 @@ def test_a_worker_resumed_from_sigstop_starts_no_stale_handler(workers: Any) -> 
 
 def freeze_holding_prefetched(proc: Any, threads: int) -> set[int]:
     """SIGSTOP ``proc`` at a moment it holds more messages than it runs (some wait for
-    a thread); returns the seqs it holds."""
+    a thread) and has no transaction open; returns the seqs it holds.
+
+    Between tries the worker runs for 0.2 s: long enough that its handler times are
+    mostly measured without a stop inside them. Resumed for only a few milliseconds, it
+    timed most handlers across the next stop, its prefetch (sized by those times) fell
+    to one message per thread, and every later try found nothing prefetched."""
+    seen = []
     for _ in range(100):
         proc.send_signal(signal.SIGSTOP)
         time.sleep(0.05)  # let the stop land
         held = {m.seq for m in mq.peek("work", limit=1000) if m.state == "locked"}
-        if len(held) > threads and not in_a_transaction():
+        busy = in_a_transaction()
+        if len(held) > threads and not busy:
             return held
+        seen.append((len(held), busy))
         proc.send_signal(signal.SIGCONT)
-        time.sleep(0.02)
-    raise AssertionError("the worker never held prefetched messages")
+        time.sleep(0.2)
+    raise AssertionError(f"the worker never held prefetched messages: (held, busy) {seen}")
 
 
 def in_a_transaction() -> bool:
