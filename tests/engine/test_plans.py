@@ -212,6 +212,7 @@ def test_every_settle_verb_seeks_single_and_batched(backlog: None) -> None:
     one message (pairs matched by ``seq =``, or joined to a one-row ``VALUES`` list with
     its pair also given as constants) keeps the plan a single settlement always had."""
     from django_mqlite.engine import settle
+    from django_mqlite.engine.types import Completion
 
     mq.send_batch("big", [mq.OutMessage(b"y") for _ in range(40)])
     got = mq.receive("big", max_messages=40)
@@ -236,6 +237,10 @@ def test_every_settle_verb_seeks_single_and_batched(backlog: None) -> None:
         lambda: settle.defer_many("big", pairs[9:12]),
         lambda: mq.renew_batch("big", pairs[13:16]),
         lambda: mq.complete_batch("big", pairs[16:20]),
+        # With results kept (a batch of the Tasks worker's completions).
+        lambda: settle.complete_many(
+            "big", pairs[22:26], completions=[Completion(result={"ok": 1})] * 4
+        ),
     ]
     for run in batches:  # by key, or by the partial index of locked rows
         assert_seeks(run, (*by_pk, "mqlite_msg_"))
