@@ -68,7 +68,13 @@ MODULES: dict[str, list[str]] = {
     "django_mqlite/engine/maintenance.py": [
         E + "test_reaper.py",
         "tests/worker/test_reaper_command.py",
-        "tests/engine/test_stale_workers.py",
+        E + "test_stale_workers.py",
+        # The quiet pass, a receive's own lease return, the dead-letter and result
+        # retention passes, the liveness rule the stale-worker pass applies.
+        E + "test_quiet_reap.py",
+        E + "test_lease_return.py",
+        E + "test_dead_letters.py",
+        E + "test_liveness.py",
     ],
     "django_mqlite/worker/settlement.py": [
         # The flush's rules one by one (a failed flush gives the batch back; a delivery
@@ -190,6 +196,27 @@ ACCEPTED: dict[str, str] = {
     "django_mqlite.worker.prefetch.xǁPrefetchǁwant__mutmut_4": "room < 0 for room <= 0: "
     "at room 0 no thread is idle (an idle thread means room > target - threads >= 0) and "
     "0 is under the top-up threshold (at least 1), so 0 is returned below all the same",
+    **{
+        f"django_mqlite.worker.settlement.x_{fn}__mutmut_{i}": "zip()'s strict check over "
+        "a batch and the engine's answer for it: the engine answers one result per item, "
+        "in order (its settle verbs' contract), so the lengths always match"
+        for fn, i in [
+            *(("renew_due", i) for i in (31, 34, 35)),
+            *(("flush_completions", i) for i in (44, 47, 48)),
+            *(("flush_failures", i) for i in (63, 66, 67)),
+        ]
+    },
+    **{
+        f"django_mqlite.worker.settlement.x_renew_due__mutmut_{i}": "zip()'s strict check "
+        "over a batch and its notes on a failed renewal: the notes are built from the same "
+        "batch, one per delivery"
+        for i in (23, 26, 27)
+    },
+    "django_mqlite.worker.settlement.x_flush_completions__mutmut_12": _FALSY
+    + " (_after_completion's done)",
+    "django_mqlite.worker.settlement.x_flush_completions__mutmut_35": "completions passed "
+    "when none is given: complete_many takes an item whose completion is None by the plain "
+    "statement, and reads a node's result from {} as from None",
     _S1 + "x_flush_deferred_counts__mutmut_2": "or for and: outside a transaction there "
     "are no on-commit markers, and on SQLite none are Counted, so it returns all the same",
 }
