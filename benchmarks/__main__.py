@@ -109,7 +109,7 @@ def _run(args: argparse.Namespace) -> int:
     _compile_sources()
     with tempfile.TemporaryDirectory(prefix="mqlite-bench-") as tmp:
         for db in dbs:
-            env = {**os.environ, **_database_env(db, Path(tmp))}
+            env = {**os.environ, **_database_env(db, Path(tmp)), "BENCH_RUN_DBS": ",".join(dbs)}
             part = Path(tmp) / f"{db}.json"
             cmd = [sys.executable, "-m", "benchmarks", "child", "--db", db, "--out", str(part)]
             cmd += ["--repeat", str(args.repeat), *(["--quick"] if args.quick else [])]

@@ -22,8 +22,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from .brokers.systems import ONCE
 from .plot import flatten
-from .report import SYSTEMS, defaults_table, tables
+from .report import BROKER_SYSTEMS, SYSTEMS, defaults_table, tables
 from .results_check import check
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -752,6 +753,92 @@ AWAITED = {
     "defaults-mariadb.json": "python -m benchmarks run --db mariadb --scenario defaults "
     "--out benchmarks/results/defaults-mariadb.json",
 }
+
+# -- the brokers run ------------------------------------------------------------------
+
+_TASKS_PEERS = ("tasks_db", "ox")  # the other database backends of Django Tasks
+
+
+def _broker(data: Data, db: str, key: str) -> dict[str, Any]:
+    """A system's result in ``db``'s half; a broker peer's from the SQLite half, where
+    a run of both databases measured it once."""
+    entry: dict[str, Any] = _flat(data, db).get(key, {})
+    if entry.get("skipped") == ONCE:
+        entry = _flat(data, "sqlite").get(key, {})
+    return entry
+
+
+def _closest(data: Data, db: str, metric: str, peers: list[str]) -> str:
+    """django-mqlite's ``metric`` against the fastest of ``peers``: the ratio and who."""
+    ours = _broker(data, db, f"mqlite.{metric}").get("median")
+    them = [(p, _broker(data, db, f"{p}.{metric}").get("median")) for p in peers]
+    measured = [(p, v) for p, v in them if v]
+    if not ours or not measured:
+        return "not measured"
+    peer, best = max(measured, key=lambda pv: pv[1])
+    r = ours / best
+    verdict = "met" if r >= 1 else "not met"
+    return f"{_x(r)} the fastest ({BROKER_SYSTEMS[peer]}, {_n(best)}/s): {verdict}"
+
+
+def _least(data: Data, db: str, metric: str) -> str:
+    ours = _broker(data, db, f"mqlite.{metric}").get("median")
+    them = [_broker(data, db, f"{p}.{metric}").get("median") for p in _TASKS_PEERS]
+    if not ours or not all(them):
+        return "not measured"
+    r = min(ours / v for v in them if v)
+    return f"{_x(r)} the faster of the two: {'met' if r >= 10 else 'not met'}"
+
+
+def _pickup(data: Data, db: str) -> str:
+    ours = _broker(data, db, "mqlite.pickup")
+    celery = _broker(data, db, "celery_redis.pickup")
+    if "p50" not in ours or "p50" not in celery:
+        return "not measured"
+    met = ours["p50"] <= celery["p50"] and ours["p99"] <= celery["p99"]
+    return (
+        f"{ours['p50']:.1f} / {ours['p99']:.1f} ms against {celery['p50']:.1f} / "
+        f"{celery['p99']:.1f}: {'met' if met else 'not met'}"
+    )
+
+
+def brokers_targets(data: Data) -> str:
+    """The brokers run against its targets, every cell from the results file."""
+    dbs = [(db, label) for db, label in _DEFAULT_DBS if db in data["results"]]
+    peers = [k for k in BROKER_SYSTEMS if k not in ("mqlite", *_TASKS_PEERS)]
+    rows = [
+        (
+            "drain, start-up included: ahead of every broker peer",
+            lambda db: _closest(data, db, "brokers_drain", peers),
+        ),
+        (
+            "drain, steady: ahead of every broker peer",
+            lambda db: _closest(data, db, "brokers_drain_steady", peers),
+        ),
+        (
+            "drain, start-up included: ≥ 10× django-tasks-db and django-ox",
+            lambda db: _least(data, db, "brokers_drain"),
+        ),
+        (
+            "drain, steady: ≥ 10× django-tasks-db and django-ox",
+            lambda db: _least(data, db, "brokers_drain_steady"),
+        ),
+        ("pickup p50 / p99 no worse than Celery on Redis", lambda db: _pickup(data, db)),
+    ]
+    lines = ["| target | " + " | ".join(label for _, label in dbs) + " |"]
+    lines.append("|---" * (1 + len(dbs)) + "|")
+    for what, cell in rows:
+        lines.append(f"| {what} | " + " | ".join(cell(db) for db, _ in dbs) + " |")
+    machine = data.get("machine", {})
+    if "load_before" in machine:
+        before = ", ".join(f"{x:.2f}" for x in machine["load_before"])
+        after = ", ".join(f"{x:.2f}" for x in machine.get("load_after", []))
+        lines += [
+            "",
+            f"Load average (1, 5, 15 min) when the run started: {before}; when it ended: {after}.",
+        ]
+    return "\n".join(lines)
+
 
 BLOCKS: dict[str, tuple[str, Callable[[Data], str]]] = {
     "defaults-table": ("defaults.json", lambda d: defaults_table(d).strip()),

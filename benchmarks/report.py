@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .brokers.systems import ONCE
 from .plot import flatten
 
 ROWS = [  # (scenario, mqlite key, peer key, unit)
@@ -91,6 +92,8 @@ BROKER_SYSTEMS = {  # benchmarks/brokers/systems.py
     "huey": "Huey, Redis",
     "rq": "RQ, Redis",
     "procrastinate": "procrastinate",
+    "tasks_db": "django-tasks-db",
+    "ox": "django-ox",
 }
 
 
@@ -99,8 +102,9 @@ def brokers_table(data: dict[str, Any]) -> str:
     included, and steady), CPU per task, pickup p50/p95/p99, and django-mqlite's ratio to
     it on the drain."""
     lines = []
+    flats = {db: flatten(data["results"][db]) for db in data["results"]}
     for db in data["results"]:
-        flat = flatten(data["results"][db])
+        flat = flats[db]
         ours = flat.get("mqlite.brokers_drain")
         if ours is None:
             continue
@@ -112,11 +116,15 @@ def brokers_table(data: dict[str, Any]) -> str:
         )
         lines.append("|---|---|---|---|---|")
         for key, label in BROKER_SYSTEMS.items():
-            drain = flat.get(f"{key}.brokers_drain")
+            source = flat
+            if flat.get(f"{key}.brokers_drain", {}).get("skipped") == ONCE:
+                source = flats["sqlite"]  # a broker peer, measured once (scenarios/brokers)
+                label += " (measured in the SQLite half)"
+            drain = source.get(f"{key}.brokers_drain")
             if drain is None:
                 continue
-            steady = flat.get(f"{key}.brokers_drain_steady")
-            pick = flat.get(f"{key}.pickup") or {}
+            steady = source.get(f"{key}.brokers_drain_steady")
+            pick = source.get(f"{key}.pickup") or {}
             if "p50" in pick:
                 pickup = f"{pick['p50']:.1f} / {pick['p95']:.1f} / {pick['p99']:.1f}"
             else:

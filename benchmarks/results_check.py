@@ -33,7 +33,7 @@ Sizes = dict[str, Any]
 # The systems of the brokers scenario (benchmarks/brokers/systems.py).
 _BROKER_SYSTEMS = (
     "(mqlite|celery_redis|celery_redis_results|celery_amqp|dramatiq_redis|dramatiq_amqp"
-    "|huey|rq|procrastinate)"
+    "|huey|rq|procrastinate|tasks_db|ox)"
 )
 
 # Result name (without the system prefix where every system shares it) -> its n.

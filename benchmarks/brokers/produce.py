@@ -39,10 +39,10 @@ def _sender(system: str) -> Callable[[float | None], Any]:
 
         app.open()
         return lambda t: p.defer(enqueued_at=t)
-    if system == "mqlite":
+    if system in ("mqlite", "tasks_db", "ox"):  # Django Tasks, in the bench project
         import django
 
-        os.environ.setdefault("BENCH_SYSTEM", "mqlite")
+        os.environ.setdefault("BENCH_SYSTEM", system)
         django.setup()
         from benchmarks.benchproject.noop.tasks import record_task
 
@@ -64,7 +64,7 @@ def main() -> None:
             next_at += args.every
             time.sleep(max(0.0, next_at - time.perf_counter()))
         return
-    if args.system == "mqlite":
+    if args.system in ("mqlite", "tasks_db", "ox"):
         from django.db import transaction
 
         for start in range(0, args.n, 1000):

@@ -14,6 +14,8 @@ from pathlib import Path
 from .record import BROKER_AMQP, BROKER_REDIS
 
 BIN = Path(sys.executable).parent
+#: Why a broker peer has no figures of its own in a PostgreSQL half (``System.uses_db``).
+ONCE = "measured once, in this run's SQLite half: it does not use the queue database"
 APPS = "benchmarks.brokers.apps"
 
 
@@ -29,6 +31,9 @@ class System:
     env: dict[str, str] = field(default_factory=dict)
     #: What the defaults are, in words, for the docs' table.
     defaults: str = ""
+    #: Whether it keeps its tasks in the run's database (its figures depend on it); a
+    #: broker peer does not, and a run of both databases measures it once (SQLite half).
+    uses_db: bool = False
 
 
 def _bin(name: str) -> str:
@@ -47,6 +52,7 @@ def systems(db: str) -> list[System]:
             "django_mqlite",
             {"BENCH_SYSTEM": "mqlite"},
             "runworker, no flags: a process per core, at most 2 on SQLite",
+            uses_db=True,
         ),
         System(
             "celery_redis",
@@ -105,6 +111,28 @@ def systems(db: str) -> list[System]:
             "rq worker: a forked process per job",
         ),
     ]
+    # The database backends of Django Tasks, each with its own worker command and
+    # defaults, in a bench project that installs only that backend (BENCH_SYSTEM).
+    out += [
+        System(
+            "tasks_db",
+            [sys.executable, manage, "db_worker"],
+            (),
+            "django_tasks_db",
+            {"BENCH_SYSTEM": "tasks_db"},
+            "django-tasks-db's db_worker: one process, one task at a time",
+            uses_db=True,
+        ),
+        System(
+            "ox",
+            [sys.executable, manage, "ox_worker", "--backend", "ox"],
+            (),
+            "django_ox",
+            {"BENCH_SYSTEM": "ox"},
+            "django-ox's ox_worker: one process, concurrency 1",
+            uses_db=True,
+        ),
+    ]
     if db == "postgres":
         out.append(
             System(
@@ -114,6 +142,7 @@ def systems(db: str) -> list[System]:
                 "procrastinate",
                 {},
                 "procrastinate worker: one job at a time",
+                uses_db=True,
             )
         )
     return out

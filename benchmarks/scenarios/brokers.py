@@ -16,6 +16,9 @@ For each system, with the same N and the same task (it records its start in Redi
 
 A system whose service (Redis, RabbitMQ, PostgreSQL) does not answer is skipped with
 that reason. procrastinate runs on PostgreSQL only and is measured in the PostgreSQL run.
+A broker peer does not use the run's database: a run of both databases measures it once,
+in the SQLite half (``ONCE``), and the report compares the PostgreSQL half with those
+figures.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ import time
 from typing import Any
 
 from ..brokers import record
-from ..brokers.systems import System, down, purge_amqp, systems
+from ..brokers.systems import ONCE, System, down, purge_amqp, systems
 from ..harness import ROOT, Context, rate, reset, skipped, summary
 
 POLL_S = 0.005
@@ -46,8 +49,8 @@ def _empty(system: System) -> None:
     record.reset()
     if "amqp" in system.needs:
         purge_amqp()
-    if system.name == "mqlite":
-        reset()
+    if system.name in ("mqlite", "tasks_db", "ox"):
+        reset()  # every Tasks backend's table
     if system.name == "procrastinate":
         _procrastinate_ready(truncate=True)
 
@@ -218,8 +221,14 @@ def brokers(ctx: Context) -> dict[str, Any]:
     samples = ctx.size("pickup")
     out: dict[str, Any] = {}
     live = []
+    only = [n for n in os.environ.get("BENCH_BROKERS", "").split(",") if n]
+    run_dbs = os.environ.get("BENCH_RUN_DBS", ctx.db).split(",")
     for system in systems(ctx.db):
+        if only and system.name not in only:  # development runs: BENCH_BROKERS=a,b
+            continue
         why = down(system)
+        if why is None and not system.uses_db and ctx.db != "sqlite" and "sqlite" in run_dbs:
+            why = ONCE
         if why is None:
             live.append(system)
             continue
