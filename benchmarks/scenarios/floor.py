@@ -3,9 +3,10 @@ Django, no argument checks and no Python objects per message. Beside each floor 
 is the engine doing the same thing in-process, so the ratio is Django + engine overhead.
 
 Statements per transaction, as the engine issues them: a send is (queue lookup, INSERT
-... RETURNING, totals upsert); a claim is (queue lookup, promote due, UPDATE ...
-RETURNING, totals upsert); a batch complete is (queue lookup, DELETE ... RETURNING,
-receipts INSERT, totals upsert).
+... RETURNING, totals); a claim is (queue lookup, promote due, UPDATE ... RETURNING,
+totals); a batch complete is (queue lookup, DELETE ... RETURNING, receipts INSERT,
+totals). The totals statement is the one ``bump_totals`` runs on a queue whose totals row
+exists (on SQLite an ``UPDATE``).
 """
 
 from __future__ import annotations
@@ -44,20 +45,29 @@ class Floor:
         self.lookup = _q(f"SELECT {QUEUE_COLUMNS} FROM mqlite_queue WHERE name = %s")
         self.promote = _q(claim._promote_statement(d))
         self.claim = _q(claim._claim_statement(d, False))
-        self.totals_d = _q(self._totals(d, "delivered"))
-        self.totals_c = _q(self._totals(d, "completed"))
-        self.totals_e = _q(self._totals(d, "enqueued"))
+        self.totals_d = self._totals(d, "delivered")
+        self.totals_c = self._totals(d, "completed")
+        self.totals_e = self._totals(d, "enqueued")
 
     @staticmethod
-    def _totals(d: Any, name: str) -> str:
+    def _totals(d: Any, name: str) -> tuple[str, list[str]]:
+        """The statement ``bump_totals`` runs when the queue's row exists, and where its
+        parameters take the queue's id (``"q"``) and the count (``"n"``)."""
+
         class Capture:
             sql = ""
+            params: list[Any] = []
+            rowcount = 1
 
             def execute(self, sql: str, params: Any) -> None:
-                Capture.sql = sql
+                Capture.sql, Capture.params = sql, list(params)
 
-        totals.bump_totals(Capture(), d, 0, **{name: 1})  # type: ignore[arg-type]
-        return Capture.sql
+        totals.bump_totals(Capture(), d, -1, **{name: 1})  # type: ignore[arg-type]
+        return _q(Capture.sql), ["q" if p == -1 else "n" for p in Capture.params]
+
+    def bump(self, statement: tuple[str, list[str]], qid: int, k: int) -> None:
+        sql, order = statement
+        self.db.execute(sql, [qid if p == "q" else k for p in order])
 
     def queue_id(self) -> int:
         return int(self.db.execute(self.lookup, ["bench"]).fetchone()[0])
@@ -76,7 +86,7 @@ class Floor:
             f"enqueued_at, body, blocked, delivery_count) VALUES {values} RETURNING seq",
             params,
         ).fetchall()
-        db.execute(self.totals_e, [qid, k])
+        self.bump(self.totals_e, qid, k)
         db.execute("COMMIT")
 
     def claim_and_complete(self) -> int:
@@ -87,7 +97,7 @@ class Floor:
         db.execute(self.promote, [now, qid, 1000])
         rows = db.execute(self.claim, [now + 30_000, None, now, qid, now, BATCH]).fetchall()
         if rows:
-            db.execute(self.totals_d, [qid, len(rows)])
+            self.bump(self.totals_d, qid, len(rows))
         db.execute("COMMIT")
         if not rows:
             return 0
@@ -108,7 +118,7 @@ class Floor:
             f"VALUES {receipts}",
             [v for s, t in items for v in (s, t, now + 300_000)],
         )
-        db.execute(self.totals_c, [qid, len(done)])
+        self.bump(self.totals_c, qid, len(done))
         db.execute("COMMIT")
         return len(done)
 

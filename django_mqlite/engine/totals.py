@@ -1,5 +1,12 @@
 """A queue's lifetime counters (``mqlite_totals``): ``bump_totals`` adds to them in the
-current transaction, as one upsert into the queue's row for this writer's shard."""
+current transaction, as one upsert into the queue's row for this writer's shard.
+
+SQLite: the row is updated first and the upsert runs only when there is none. The table's
+key is ``AUTOINCREMENT``, and SQLite takes the next id for every upsert, even one that
+ends as an update, so an upsert also rewrites ``sqlite_sequence``: a page of its own in a
+claim, which writes no other row with an ``AUTOINCREMENT`` key (in a send and a
+settlement the message or the receipt rewrites that page anyway). PostgreSQL and MariaDB
+keep the single upsert: their sequences are not a page per commit."""
 
 from __future__ import annotations
 
@@ -9,6 +16,7 @@ from .dialects import Dialect
 from .types import TOTAL_NAMES
 
 _totals_sql: dict[tuple[str, tuple[str, ...]], str] = {}
+_update_sql: dict[tuple[str, ...], str] = {}
 
 
 def bump_totals(cursor: CursorWrapper, dialect: Dialect, queue_id: int, **counts: int) -> None:
@@ -17,6 +25,20 @@ def bump_totals(cursor: CursorWrapper, dialect: Dialect, queue_id: int, **counts
     if not counts:
         return
     names = tuple(sorted(counts))
+    values = [counts[n] for n in names]
+    if dialect.upsert_writes_sequence:
+        update = _update_sql.get(names)
+        if update is None:
+            assert set(names) <= set(TOTAL_NAMES)
+            sets = ", ".join(f"{n} = {n} + %s" for n in names)
+            update = (
+                f"UPDATE mqlite_totals SET {sets} "
+                f"WHERE queue_id = %s AND shard = {dialect.totals_shard_sql()}"
+            )
+            _update_sql[names] = update
+        cursor.execute(update, [*values, queue_id])
+        if cursor.rowcount:
+            return
     key = (dialect.vendor, names)
     sql = _totals_sql.get(key)
     if sql is None:
@@ -33,4 +55,4 @@ def bump_totals(cursor: CursorWrapper, dialect: Dialect, queue_id: int, **counts
             f"ON CONFLICT (queue_id, shard) DO UPDATE SET {sets}"
         )
         _totals_sql[key] = sql
-    cursor.execute(sql, [queue_id, *(counts[n] for n in names)])
+    cursor.execute(sql, [queue_id, *values])

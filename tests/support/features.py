@@ -48,6 +48,10 @@ FEATURES: dict[str, tuple[Callable[[Dialect], bool], str]] = {
         lambda d: d.retries_deadlocks,
         "no transaction is run again after a deadlock on this database (engine/retry.py)",
     ),
+    "sequence_page": (
+        lambda d: d.upsert_writes_sequence,
+        "the database's upsert takes no AUTOINCREMENT number (SQLite's sqlite_sequence)",
+    ),
     "json_text": (
         lambda d: d.json_is_text,
         "the database's JSON columns parse what they store (jsonb never held a lone surrogate)",

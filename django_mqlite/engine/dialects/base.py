@@ -41,6 +41,10 @@ class Dialect:
     #: by an error ``restarts_transaction`` recognises: a transaction the engine opened
     #: then runs again (``engine/retry.py``).
     retries_deadlocks = False
+    #: An upsert into a table whose key is ``AUTOINCREMENT`` rewrites the sequence's page
+    #: even when it ends as an update (SQLite's ``sqlite_sequence``): counters are
+    #: updated first and upserted only when their row is missing (``totals.bump_totals``).
+    upsert_writes_sequence = False
     #: The SQL type a body is cast to.
     blob_type = "blob"
 

@@ -12,6 +12,7 @@ class SQLiteDialect(Dialect):
     counts_enqueued = True
     has_commit_counter = True
     json_is_text = True
+    upsert_writes_sequence = True
 
     def new_token_sql(self) -> str:
         return "lower(hex(randomblob(16)))"
