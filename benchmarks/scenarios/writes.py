@@ -13,7 +13,9 @@ lifecycle, and read the WAL's size: every page the run wrote, as WAL frames (pag
 24-byte header). A later checkpoint copies each distinct page to the database file once
 more; that is at most the WAL's size again and usually far less. PostgreSQL: the
 ``pg_current_wal_lsn()`` difference, which is cluster-wide, so other databases' writes
-on the same server count too; the minimum over repeats is the figure to read.
+on the same server count too; the minimum over repeats is the figure to read. MariaDB:
+the growth of ``Innodb_os_log_written`` (bytes written to InnoDB's redo log), which is
+server-wide in the same way.
 """
 
 from __future__ import annotations
@@ -31,6 +33,11 @@ from ..backlog import fill
 from ..harness import Context, reset, summary
 
 
+def _redo_bytes(c: Any) -> int:
+    c.execute("SHOW GLOBAL STATUS LIKE 'Innodb_os_log_written'")
+    return int(c.fetchone()[1])
+
+
 def _wal_bytes(run: Callable[[], None]) -> int:
     with connection.cursor() as c:
         if connection.vendor == "sqlite":
@@ -42,6 +49,10 @@ def _wal_bytes(run: Callable[[], None]) -> int:
             finally:
                 c.execute("PRAGMA wal_autocheckpoint=1000")
                 c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        if connection.vendor == "mysql":
+            before = _redo_bytes(c)
+            run()
+            return _redo_bytes(c) - before
         c.execute("SELECT pg_current_wal_lsn()")
         before = c.fetchone()[0]
         run()
