@@ -82,8 +82,14 @@ def register_worker(queues: list[str], using: str, clock_skew_ms: int | None = N
     return int(row.pk)
 
 
-def heartbeat(worker_id: int, in_flight: int, using: str, **gauges: int | None) -> None:
-    """Refresh ``last_seen`` and the gauges (``claimed``, ``failed``, ``clock_skew_ms``)."""
+def heartbeat(
+    worker_id: int,
+    in_flight: int,
+    using: str,
+    gauges: Callable[[], dict[str, int | None]] | None = None,
+) -> None:
+    """Refresh ``last_seen`` and the gauges ``gauges()`` reads (``claimed``, ``failed``,
+    ``clock_skew_ms``)."""
     from django.db import transaction
     from django.db.models import F
     from django.db.models.functions import Greatest
@@ -92,10 +98,13 @@ def heartbeat(worker_id: int, in_flight: int, using: str, **gauges: int | None) 
 
     # The time is read once the transaction has begun (on SQLite, holding the write
     # lock, which a long wait for it would otherwise make stale), and last_seen never
-    # moves back: a claim or renewal may have stamped a later one meanwhile.
+    # moves back: a claim or renewal may have stamped a later one meanwhile. The gauges
+    # are read inside it too: the clock-skew reading is a query, which outside a
+    # transaction is a transaction of its own on PostgreSQL (two a beat instead of one).
     with transaction.atomic(using=using):
+        values = gauges() if gauges is not None else {}
         Worker.objects.using(using).filter(pk=worker_id).update(
-            last_seen=Greatest(F("last_seen"), now_ms()), in_flight=in_flight, **gauges
+            last_seen=Greatest(F("last_seen"), now_ms()), in_flight=in_flight, **values
         )
 
 
@@ -124,7 +133,7 @@ def heartbeat_loop(
 
     def step() -> None:
         before = time.monotonic()
-        heartbeat(worker_id, in_flight(), using, **(gauges() if gauges else {}))
+        heartbeat(worker_id, in_flight(), using, gauges)
         if on_beat is not None:
             on_beat(before)
 

@@ -47,6 +47,9 @@ IDLE_MAX_S = 1.0  # with no wake-up source: the bounded back-off poll tops out h
 # With NOTIFY (PostgreSQL) or the commit watcher (SQLite) a poll only catches due retries
 # and schedules (and a wake-up that went missing).
 IDLE_MAX_LISTENING_S = 5.0
+#: A standby process (``prefork``) whose last claim found nothing polls this seldom: the
+#: first process's poll finds what time makes claimable, and tells it of a backlog.
+STANDBY_POLL_S = 60.0
 #: A retry's poll comes this long after its delay ends (the engine's clock decides).
 RETRY_MARGIN_S = 0.05
 START_RETRY_S = 60.0  # how long start-up keeps retrying a database that does not answer
@@ -418,7 +421,9 @@ class Worker:
             self._full_claims = self._full_claims + 1 if self._due else 0
             if self._full_claims > 1 and not self.standby and self.siblings is not None:
                 self.siblings.tell()
-            if not self._limited:
+            if self.standby and not got:
+                self._poll_s = STANDBY_POLL_S
+            elif not self._limited:
                 self._poll_s = IDLE_MAX_LISTENING_S
             elif got:
                 self._poll_s = IDLE_MIN_S

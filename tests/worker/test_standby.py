@@ -109,3 +109,45 @@ def test_the_first_process_tells_nobody_of_a_single_message() -> None:
         wait_for(lambda: done == [1], timeout=10, what="the message")
     with pytest.raises(BlockingIOError):
         os.read(siblings._r, 64)
+
+
+@pytest.mark.parametrize("standby", [True, False])
+def test_a_standby_worker_polls_seldom_once_it_found_nothing(
+    monkeypatch: pytest.MonkeyPatch, standby: bool
+) -> None:
+    """The poll that catches what time makes claimable is the first process's: a
+    standby whose claim found nothing polls every ``STANDBY_POLL_S``, not every
+    ``IDLE_MAX_LISTENING_S`` (each poll is a claim and a lease-expiry statement per
+    queue: 0.8 transactions a second for two queues)."""
+    monkeypatch.setattr(runner, "IDLE_MAX_LISTENING_S", 0.2)
+    monkeypatch.setattr(runner, "STANDBY_POLL_S", 60.0)
+    mq.create_queue("seldom")
+    registry = Registry()
+    registry.register("seldom", lambda msg: None)
+    claims: list[str] = []
+    real = runner.receive
+
+    def receive(queue: str, **kwargs: object) -> object:
+        claims.append(queue)
+        return real(queue, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(runner, "receive", receive)
+    worker = Worker(
+        ["seldom"],
+        install_signals=False,
+        registry=registry,
+        reaper=False,
+        periodic=False,
+        standby=standby,
+        siblings=Siblings(1),
+    )
+    with Running(worker):
+        wait_for(lambda: claims, timeout=10, what="the first claim")
+        time.sleep(0.5)  # start-up's claims (before and once wake-ups work) are over
+        started = len(claims)
+        time.sleep(2.0)
+    polls = len(claims) - started
+    if standby:
+        assert polls == 0, claims
+    else:
+        assert polls >= 5, claims  # the first process polls every 0.2 s here
