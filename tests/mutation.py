@@ -217,12 +217,32 @@ ACCEPTED: dict[str, str] = {
     "django_mqlite.worker.settlement.x_flush_completions__mutmut_35": "completions passed "
     "when none is given: complete_many takes an item whose completion is None by the plain "
     "statement, and reads a node's result from {} as from None",
+    **{
+        f"django_mqlite.engine.maintenance.x_{fn}__mutmut_{i}": "an index's name in "
+        "capitals, handed to the dialect's index hint: SQLite's INDEXED BY and MariaDB's "
+        "FORCE INDEX match index names case-insensitively, PostgreSQL's hint is empty"
+        for fn, i in (("reclaim_stale_workers", 12), ("expire_locks", 5), ("expire_locks", 11))
+    },
+    **{
+        f"django_mqlite.engine.maintenance.x_expire_records__mutmut_{i}": "a table's name "
+        "in capitals in the unquoted FROM of a DELETE: every database folds it"
+        for i in (3, 7, 11)
+    },
+    "django_mqlite.engine.maintenance.x__reap__mutmut_1": "the default of _reap's quiet: "
+    "its one caller, reap, always passes it",
+    "django_mqlite.engine.maintenance.x_expire_queue_locks__mutmut_10": "1 for 0 as the "
+    "count of a throttled lease return: its one caller (the receive) ignores the count",
     _S1 + "x_flush_deferred_counts__mutmut_2": "or for and: outside a transaction there "
     "are no on-commit markers, and on SQLite none are Counted, so it returns all the same",
 }
 
 # An SQL keyword as the engine writes them (upper case), inside a double-quoted literal.
-_SQL = re.compile(r"\b(SELECT|INSERT|UPDATE|DELETE|SET|CAST|WITH|FROM|WHERE|COUNT)\b")
+# (AND, ORDER, LIMIT, NULL and CASE's words for the continuation lines of a statement
+# split over literals.)
+_SQL = re.compile(
+    r"\b(SELECT|INSERT|UPDATE|DELETE|SET|CAST|WITH|FROM|WHERE|COUNT|AND|ORDER|LIMIT|NULL|"
+    r"CASE|WHEN|THEN|ELSE|END)\b"
+)
 _LITERAL = re.compile(r'"(?:[^"\\]|\\.)*"')
 _QUOTED = re.compile(r"'[^']*'")
 
@@ -270,6 +290,25 @@ def name_case_only(diff: str) -> bool:
     return bool(changed) and all(
         a.lower() == b.lower() and a.strip('"').lower() in _NAMES_ANY_CASE for a, b in changed
     )
+
+
+_HINT = re.compile(r"index_hint\('([^']*)'\)")
+
+
+def index_case_only(diff: str) -> bool:
+    """Whether a mutant's diff only changes the letter case of an index's name given to
+    the dialect's ``index_hint``: one line, nothing else changed. SQLite's ``INDEXED BY``
+    and MariaDB's ``FORCE INDEX`` match index names case-insensitively, and PostgreSQL's
+    hint is empty, so such a mutant is equivalent."""
+    lines = diff.splitlines()
+    minus = [x[1:] for x in lines if x.startswith("-") and not x.startswith("---")]
+    plus = [x[1:] for x in lines if x.startswith("+") and not x.startswith("+++")]
+    if len(minus) != 1 or len(plus) != 1 or minus[0] == plus[0]:
+        return False
+    old, new = minus[0], plus[0]
+    if _HINT.sub("index_hint('')", old) != _HINT.sub("index_hint('')", new):
+        return False
+    return [n.lower() for n in _HINT.findall(old)] == [n.lower() for n in _HINT.findall(new)]
 
 
 #: Per module and database, the mutants that survive there but the other database's
@@ -362,6 +401,8 @@ def summarise(module: str, by_db: dict[str, dict[str, int]]) -> list[str]:
             equivalent[n] = "only the letter case of SQL keywords"
         elif name_case_only(diff):
             equivalent[n] = "only the letter case of a codec or digest name"
+        elif index_case_only(diff):
+            equivalent[n] = "only the letter case of an index name in a hint"
     score = (len(killed) + len(equivalent)) / len(tested) if tested else 1.0
     print(
         f"  {'+'.join(by_db)}: {len(killed)} killed and {len(equivalent)} equivalent of "

@@ -6,7 +6,15 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-from tests.mutation import ACCEPTED, CI, MODULES, ROOT, name_case_only, sql_case_only
+from tests.mutation import (
+    ACCEPTED,
+    CI,
+    MODULES,
+    ROOT,
+    index_case_only,
+    name_case_only,
+    sql_case_only,
+)
 
 
 def test_the_pyproject_configuration_mutates_the_mapped_modules() -> None:
@@ -53,6 +61,8 @@ def test_only_a_change_of_case_inside_sql_is_equivalent_by_rule() -> None:
         _diff(code, code.replace("IncompleteSignature", "INCOMPLETESIGNATURE"))
     )
     assert not sql_case_only(_diff('f("SELECT 1")', 'g("SELECT 1")'))
+    tail = '"AND m.completed_at <= %s - COALESCE(q.keep_results_ms, 0) LIMIT %s)",'
+    assert sql_case_only(_diff(tail, tail.lower()))  # a statement's continuation line
 
 
 def test_only_a_change_of_case_of_a_codec_or_digest_name_is_equivalent_by_rule() -> None:
@@ -66,3 +76,11 @@ def test_only_a_change_of_case_of_a_codec_or_digest_name_is_equivalent_by_rule()
     assert not name_case_only(
         _diff(code, code.replace("IncompleteSignature", "incompletesignature"))
     )
+
+
+def test_only_a_change_of_case_of_an_index_name_in_a_hint_is_equivalent_by_rule() -> None:
+    line = """f"CROSS JOIN mqlite_message m {dialect.index_hint('mqlite_msg_results')} \""""
+    assert index_case_only(_diff(line, line.replace("mqlite_msg_results", "MQLITE_MSG_RESULTS")))
+    assert not index_case_only(_diff(line, line.replace("mqlite_msg_results", "mqlite_msg_due")))
+    assert not index_case_only(_diff(line, line.replace("CROSS JOIN", "JOIN")))
+    assert not index_case_only(_diff(line, line.replace("index_hint", "key_hint")))

@@ -156,3 +156,44 @@ def test_result_retention_applies_each_queues_own_cutoff(clock: mq.clock.FrozenC
     assert [len(mq.peek(n)) for n in ("short", "long", "was-kept")] == [0, 3, 0]
     clock.advance(3540)
     assert mq.reap()["results_pruned"] == 3
+
+
+def test_dlq_retention_global_age_and_bytes_defaults(
+    make_queue: object, clock: mq.clock.FrozenClock
+) -> None:
+    mq.create_queue("aged")
+    mq.create_queue("sized")
+    bury("aged", 2)
+    clock.advance(30)
+    new = bury("aged", 1)
+    clock.advance(30)
+    seqs = mq.send_batch("sized", [mq.OutMessage(b"x" * 10) for _ in range(4)])
+    for m in mq.receive("sized", max_messages=4):
+        m.reject("Bad")
+    with override_settings(MQLITE={"DLQ_MAX_AGE": 60, "DLQ_MAX_BYTES": 25}):
+        assert mq.reap()["dlq_trimmed"] == 4
+    assert [p.seq for p in mq.peek("aged")] == new
+    assert [p.seq for p in mq.peek("sized")] == seqs[2:]
+
+
+def test_a_global_dlq_bound_of_zero_bounds_nothing(q: str) -> None:
+    bury(q, 3)
+    with override_settings(MQLITE={"DLQ_MAX_AGE": 0, "DLQ_MAX_COUNT": 0, "DLQ_MAX_BYTES": 0}):
+        assert mq.reap()["dlq_trimmed"] == 0
+    assert mq.stats(q).counts["dead_lettered"] == 3
+
+
+def test_dlq_trimmed_sums_every_bound_and_queue_and_counts_as_purged(
+    make_queue: object, clock: mq.clock.FrozenClock
+) -> None:
+    mq.create_queue("both", dlq_max_age=60, dlq_max_count=2)
+    mq.create_queue("within", dlq_max_count=10)
+    bury("both", 2)
+    clock.advance(61)
+    new = bury("both", 3)
+    bury("within", 2)
+    assert mq.reap()["dlq_trimmed"] == 3  # 2 by age, then 1 more by count
+    assert [p.seq for p in mq.peek("both")] == new[1:]
+    assert mq.stats("both").totals["purged"] == 3
+    assert mq.stats("within").counts["dead_lettered"] == 2
+    assert mq.reap()["dlq_trimmed"] == 0  # every bound held: nothing more

@@ -12,9 +12,10 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from django.db import connection
+from django.db import connection, connections
 
 import django_mqlite as mq
+from tests.settings import SECOND
 from tests.support.concurrency import start_threads
 from tests.support.features import requires
 
@@ -162,3 +163,32 @@ def test_a_quiet_pass_never_deadlocks_a_sender_across_steps(
     sender.join(30)
     assert not errors, errors
     assert m.group_id == "b"
+
+
+@contextmanager
+def commits_on(alias: str) -> Iterator[list[int]]:
+    """``commits`` for the connection of ``alias``."""
+    seen = [0]
+    conn = connections[alias]
+    real = conn.commit
+
+    def counting() -> None:
+        seen[0] += 1
+        real()
+
+    conn.commit = counting  # type: ignore[method-assign]
+    try:
+        yield seen
+    finally:
+        del conn.commit
+
+
+@pytest.mark.django_db(transaction=True, databases=["default", SECOND])
+def test_a_pass_runs_in_transactions_of_the_database_it_reaps() -> None:
+    mq.reap(using=SECOND)  # the first minute's history sample, out of the way
+    with commits_on(SECOND) as ordinary, commits_on("default") as default:
+        assert not any(mq.reap(using=SECOND).values())
+    with commits_on(SECOND) as quiet, commits_on("default") as quiet_default:
+        assert not any(mq.reap(using=SECOND, quiet=True).values())
+    assert ordinary[0] >= 8 and quiet[0] == 1
+    assert default[0] == quiet_default[0] == 0

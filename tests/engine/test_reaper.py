@@ -7,6 +7,7 @@ from django.db import connection
 from django.test import override_settings
 
 import django_mqlite as mq
+from tests.settings import SECOND
 
 pytestmark = pytest.mark.django_db
 
@@ -128,3 +129,183 @@ def test_reap_is_chunked(q: str, clock: mq.clock.FrozenClock) -> None:
     with override_settings(MQLITE={"REAP_CHUNK": 10}):
         assert mq.reap()["expired_locks"] == 25
     assert mq.stats(q).counts["active"] == 25
+
+
+def test_history_past_its_retention_is_trimmed_and_none_costs_no_write(
+    clock: mq.clock.FrozenClock,
+) -> None:
+    from django.test.utils import CaptureQueriesContext
+
+    mq.create_queue("h")
+    with CaptureQueriesContext(connection) as ctx:
+        assert mq.reap()["history_trimmed"] == 0
+    trims = [c for c in ctx.captured_queries if "mqlite_history" in c["sql"]]
+    assert trims and not [c for c in trims if c["sql"].startswith("DELETE")]
+    for _ in range(3):
+        clock.advance(60)
+        mq.reap()
+    assert table_count("mqlite_history") == 3
+    clock.advance(600)
+    with override_settings(MQLITE={"HISTORY_RETENTION": 120}):
+        assert mq.reap()["history_trimmed"] == 3
+    assert table_count("mqlite_history") == 1
+
+
+def test_a_ttl_burial_releases_its_line_counts_in_its_batch_and_is_forwarded(
+    make_queue: object, clock: mq.clock.FrozenClock
+) -> None:
+    mq.create_queue("dlq")
+    mq.create_queue("t", forward_dead_letters_to="dlq")
+    mq.send("t", "a", group_id="g", ttl=5)
+    second = mq.send("t", "b", group_id="g")
+    with mq.batch() as b:
+        b.send("t", "c", ttl=5)
+    clock.advance(5)
+    assert mq.reap()["ttl_expired"] == 2
+    assert sorted(p.body for p in mq.peek("dlq")) == [b"a", b"c"]  # forwarded
+    assert mq.get_batch(b.id).failed == 1
+    assert [m.seq for m in mq.receive("t", max_messages=5)] == [second]  # the line is free
+
+
+@pytest.mark.parametrize("dead_letter_on_expire", [True, False], ids=["buried", "removed"])
+def test_each_expiry_signals_once_after_commit(
+    make_queue: object,
+    clock: mq.clock.FrozenClock,
+    django_capture_on_commit_callbacks: object,
+    dead_letter_on_expire: bool,
+) -> None:
+    from django_mqlite import signals
+
+    seen: list[dict[str, object]] = []
+
+    def receiver(sender: object, **kwargs: object) -> None:
+        kwargs.pop("signal")
+        seen.append(kwargs)
+
+    mq.create_queue("x", dead_letter_on_expire=dead_letter_on_expire)
+    seqs = [mq.send("x", f"m{i}", ttl=5) for i in range(2)]
+    clock.advance(5)
+    signals.message_expired.connect(receiver)
+    try:
+        with django_capture_on_commit_callbacks(execute=True):  # type: ignore[operator]
+            assert mq.reap()["ttl_expired"] == 2
+    finally:
+        signals.message_expired.disconnect(receiver)
+    alias = mq.database_of("x")
+    assert sorted(seen, key=lambda e: e["seq"]) == [  # type: ignore[arg-type,return-value]
+        {"queue": "x", "seq": s, "dead_lettered": dead_letter_on_expire, "using": alias}
+        for s in seqs
+    ]
+
+
+def test_a_ttl_removal_releases_its_line_counts_in_its_batch_and_its_total(
+    make_queue: object, clock: mq.clock.FrozenClock
+) -> None:
+    mq.create_queue("t", dead_letter_on_expire=False)
+    mq.send("t", "a", group_id="g", ttl=5)
+    second = mq.send("t", "b", group_id="g")
+    with mq.batch() as b:
+        b.send("t", "c", ttl=5)
+    clock.advance(5)
+    assert mq.reap()["ttl_expired"] == 2
+    assert mq.stats("t").totals["expired"] == 2
+    assert mq.get_batch(b.id).cancelled == 1
+    assert [m.seq for m in mq.receive("t", max_messages=5)] == [second]  # the line is free
+
+
+def test_a_pass_answers_a_count_for_each_of_its_steps(q: str) -> None:
+    assert set(mq.reap()) == {
+        "history_sampled",
+        "expired_locks",
+        "stale_worker_locks",
+        "promoted",
+        "ttl_expired",
+        "expired_receipts",
+        "expired_attempts",
+        "expired_dedup",
+        "dlq_trimmed",
+        "results_pruned",
+        "workers_pruned",
+        "batches_pruned",
+        "history_trimmed",
+    }
+
+
+def test_each_reclaimed_lock_is_counted(q: str, clock: mq.clock.FrozenClock) -> None:
+    mq.send_batch(q, [mq.OutMessage(b"x") for _ in range(3)])
+    mq.receive(q, max_messages=3, lock_duration=5)
+    clock.advance(5)
+    assert mq.reap()["expired_locks"] == 3
+    t = mq.stats(q).totals
+    assert (t["reclaimed"], t["retried"]) == (3, 3)
+
+
+def test_a_lock_expiry_burial_releases_its_line_counts_in_its_batch_and_is_forwarded(
+    make_queue: object, clock: mq.clock.FrozenClock
+) -> None:
+    mq.create_queue("dlq")
+    mq.create_queue("t", forward_dead_letters_to="dlq", max_delivery_count=1)
+    mq.send("t", "a", group_id="g")
+    second = mq.send("t", "b", group_id="g")
+    with mq.batch() as b:
+        b.send("t", "c")
+    assert len(mq.receive("t", max_messages=5, lock_duration=5)) == 2  # a and c
+    clock.advance(5)
+    assert mq.reap()["expired_locks"] == 2
+    assert sorted(p.body for p in mq.peek("dlq")) == [b"a", b"c"]  # forwarded
+    assert mq.get_batch(b.id).failed == 1
+    assert mq.stats("t").totals["reclaimed"] == 2
+    assert [m.seq for m in mq.receive("t", max_messages=5)] == [second]  # the line is free
+
+
+def test_an_expiry_nobody_listens_to_registers_no_callback(
+    q: str, clock: mq.clock.FrozenClock, django_capture_on_commit_callbacks: object
+) -> None:
+    mq.send(q, b"x", ttl=5)
+    clock.advance(5)
+    with django_capture_on_commit_callbacks() as callbacks:  # type: ignore[operator]
+        assert mq.reap()["ttl_expired"] == 1
+    assert callbacks == []
+
+
+@pytest.mark.django_db(databases=["default", SECOND])
+def test_a_pass_sums_its_databases_counts_and_using_reaps_one(
+    settings: object, clock: mq.clock.FrozenClock
+) -> None:
+    settings.MQLITE = {  # type: ignore[attr-defined]
+        **getattr(settings, "MQLITE", {}),
+        "QUEUES": {"near": {}, "far": {"database": SECOND}},
+    }
+    for name in ("near", "far"):
+        mq.create_queue(name)
+        mq.send(name, b"x")
+        mq.receive(name, lock_duration=5)
+    assert mq.database_of("far") == SECOND
+    clock.advance(5)
+    assert mq.reap(using="default")["expired_locks"] == 1
+    assert mq.peek("far")[0].state == "locked"
+    mq.receive("near", lock_duration=5)
+    clock.advance(5)
+    assert mq.reap()["expired_locks"] == 2  # one on each database
+
+
+@pytest.mark.django_db(databases=["default", SECOND])
+def test_an_expiry_signals_after_the_commit_of_its_own_database(
+    clock: mq.clock.FrozenClock, django_capture_on_commit_callbacks: object
+) -> None:
+    from django_mqlite import signals
+
+    seen: list[object] = []
+
+    def receiver(sender: object, **kwargs: object) -> None:
+        seen.append(kwargs["seq"])
+
+    seq = mq.send(mq.create_queue("far", using=SECOND).name, b"x", ttl=5, using=SECOND)
+    clock.advance(5)
+    signals.message_expired.connect(receiver)
+    try:
+        with django_capture_on_commit_callbacks(using=SECOND, execute=True):  # type: ignore[operator]
+            assert mq.reap(using=SECOND)["ttl_expired"] == 1
+    finally:
+        signals.message_expired.disconnect(receiver)
+    assert seen == [seq]
