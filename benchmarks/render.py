@@ -24,7 +24,7 @@ from typing import Any
 
 from .brokers.systems import ONCE
 from .plot import flatten
-from .report import BROKER_SYSTEMS, SYSTEMS, defaults_table, tables
+from .report import BROKER_SYSTEMS, SYSTEMS, brokers_table, defaults_table, tables
 from .results_check import check
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -843,6 +843,8 @@ def brokers_targets(data: Data) -> str:
 BLOCKS: dict[str, tuple[str, Callable[[Data], str]]] = {
     "defaults-table": ("defaults.json", lambda d: defaults_table(d).strip()),
     "defaults-mariadb": ("defaults-mariadb.json", mariadb_defaults),
+    "brokers-table": ("brokers.json", lambda d: brokers_table(d).strip()),
+    "brokers-targets": ("brokers.json", brokers_targets),
     "defaults-targets": ("defaults.json", defaults_targets),
     "defaults-samples": ("defaults.json", defaults_samples),
     "defaults-runs": ("defaults.json", defaults_runs),
