@@ -4,6 +4,8 @@ statements do is tested by the whole suite under ``MQLITE_TEST_DB=mariadb``."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django_mqlite.engine import claim, settle_sql
 from django_mqlite.engine.dialects.mariadb import LOCKS, MariaDBDialect, lock_slot
 from django_mqlite.engine.dialects.mariadb_sql import (
@@ -111,3 +113,27 @@ def test_lock_keys_map_to_rows_in_one_order() -> None:
     [(sql, params)] = ran
     assert params == sorted({lock_slot("a"), lock_slot("b")})
     assert sql.endswith("ORDER BY id FOR UPDATE")
+
+
+def test_a_statement_text_is_searched_for_subqueries_once(monkeypatch: Any) -> None:
+    """The search for subqueries to run first is a parse of the whole text in Python;
+    a send's INSERT has none, and searching it again at every send cost about 230 µs a
+    send (a third of a Tasks enqueue on MariaDB)."""
+    from django_mqlite.engine.dialects import mariadb_sql
+
+    calls: list[str] = []
+    real = mariadb_sql._find_hoist
+
+    def counted(sql: str) -> Any:
+        calls.append(sql)
+        return real(sql)
+
+    monkeypatch.setattr(mariadb_sql, "_find_hoist", counted)
+    monkeypatch.setattr(mariadb_sql, "_hoists", {})
+    cursor = mariadb_sql.MariaDBEngineCursor.__new__(mariadb_sql.MariaDBEngineCursor)
+    insert = "INSERT INTO t (a, b) VALUES (%s, (SELECT max(x) FROM u))"
+    picked = "UPDATE t SET a = 1 WHERE seq IN (SELECT seq FROM t LIMIT 5 FOR UPDATE)"
+    for _ in range(3):
+        assert cursor._next_hoist(insert) is None
+        assert cursor._next_hoist(picked) == real(picked) != None  # noqa: E711
+    assert calls == [insert, picked]

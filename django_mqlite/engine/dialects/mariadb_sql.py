@@ -205,6 +205,32 @@ class Shape:
 
 
 _shapes: dict[str, Shape] = {}
+#: ``_find_hoist`` by statement text (``MariaDBCursor._next_hoist``).
+_hoists: dict[str, tuple[int, int, str] | None] = {}
+
+
+def _find_hoist(sql: str) -> tuple[int, int, str] | None:
+    """The first innermost subquery of ``sql`` that must run first, or None."""
+    found: list[tuple[int, int, str]] = []
+    depths = _depths(sql)
+    for open_at, close in groups(sql):
+        word = sql[open_at + 1 : close].lstrip()[:6].upper()
+        if not word.startswith(("SELECT", "WITH")):
+            continue
+        before = sql[:open_at].rstrip().upper()
+        d = depths[open_at] + 1
+        locks = find_top(sql[:close], "FOR UPDATE", open_at + 1, d) >= 0
+        limited = find_top(sql[:close], "LIMIT", open_at + 1, d) >= 0
+        if before.endswith("LIMIT"):
+            found.append((open_at, close, "limit"))
+        elif before.endswith(" IN") and (locks or limited):
+            found.append((open_at, close, "in"))
+        elif locks:
+            found.append((open_at, close, "table"))
+    for c in found:
+        if not any(o > c[0] and e < c[1] for o, e, _ in found):
+            return c
+    return None
 
 
 def shape(sql: str) -> Shape:
@@ -457,27 +483,15 @@ class MariaDBEngineCursor:
                 piece = piece.splice(start, end + 1, "(" + lit_sql + ")", lit_params)
 
     def _next_hoist(self, sql: str) -> tuple[int, int, str] | None:
-        """The first innermost subquery that must run first: (open, close, kind)."""
-        found: list[tuple[int, int, str]] = []
-        depths = _depths(sql)
-        for open_at, close in groups(sql):
-            word = sql[open_at + 1 : close].lstrip()[:6].upper()
-            if not word.startswith(("SELECT", "WITH")):
-                continue
-            before = sql[:open_at].rstrip().upper()
-            d = depths[open_at] + 1
-            locks = find_top(sql[:close], "FOR UPDATE", open_at + 1, d) >= 0
-            limited = find_top(sql[:close], "LIMIT", open_at + 1, d) >= 0
-            if before.endswith("LIMIT"):
-                found.append((open_at, close, "limit"))
-            elif before.endswith(" IN") and (locks or limited):
-                found.append((open_at, close, "in"))
-            elif locks:
-                found.append((open_at, close, "table"))
-        for c in found:
-            if not any(o > c[0] and e < c[1] for o, e, _ in found):
-                return c
-        return None
+        """The first innermost subquery that must run first: (open, close, kind). A
+        statement's text is parsed once (``_hoists``): a send's INSERT, which has none,
+        was parsed again at every send (about 230 µs a send)."""
+        if sql in _hoists:
+            return _hoists[sql]
+        if len(_hoists) > 2048:
+            _hoists.clear()
+        got = _hoists[sql] = _find_hoist(sql)
+        return got
 
     # -- 2. UPDATE ... RETURNING ----------------------------------------------------------
 
