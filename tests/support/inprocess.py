@@ -1,19 +1,29 @@
-"""A real ``Worker`` run in this process, in burst mode: it serves ``queues`` from
-``registry`` until nothing is claimable, then returns. No signal handlers (pytest owns
-them) and no reaper thread unless a test asks for one."""
+"""A ``Worker`` running in a thread of the test process, for tests that count what it
+does (transactions, claims) while the test sends."""
 
 from __future__ import annotations
 
-from typing import Any
+import threading
 
-from django_mqlite.consumers import Registry
 from django_mqlite.worker import Worker
+from tests.support.procs import wait_for
 
 
-def burst(registry: Registry, *queues: str, **options: Any) -> Worker:
-    """Run a burst worker over ``queues`` (every queue of ``registry`` when none is
-    named) with ``options`` for ``Worker``; returns it, run, for its counters."""
-    options.setdefault("reaper", False)
-    worker = Worker(list(queues), burst=True, install_signals=False, registry=registry, **options)
-    worker.run()
-    return worker
+class Running:
+    """``with Running(worker):`` runs it on a thread named ``mqlite-worker-main`` (a
+    test may rename it before entering), returns once it has registered, and stops and
+    joins it on the way out."""
+
+    def __init__(self, worker: Worker) -> None:
+        self.worker = worker
+        self.thread = threading.Thread(target=worker.run, name="mqlite-worker-main")
+
+    def __enter__(self) -> Worker:
+        self.thread.start()
+        wait_for(lambda: self.worker.worker_id is not None, timeout=10, what="the start")
+        return self.worker
+
+    def __exit__(self, *exc: object) -> None:
+        self.worker.stop()
+        self.thread.join(30)
+        assert not self.thread.is_alive()

@@ -12,7 +12,6 @@ heartbeat and periodic ticker run as in production.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator
 
@@ -23,27 +22,13 @@ from django_mqlite.consumers import Registry
 from django_mqlite.engine import send_one
 from django_mqlite.worker import Worker
 from tests.support.features import has, requires
+from tests.support.inprocess import Running
 from tests.support.procs import wait_for
 from tests.support.transactions import Transactions, counting
 
 pytestmark = [pytest.mark.django_db(transaction=True), requires("wake_ups")]
 
 PRODUCER = "MainThread"
-
-
-class Running:
-    def __init__(self, worker: Worker) -> None:
-        self.worker = worker
-        self.thread = threading.Thread(target=worker.run, name="mqlite-worker-main")
-
-    def __enter__(self) -> Worker:
-        self.thread.start()
-        return self.worker
-
-    def __exit__(self, *exc: object) -> None:
-        self.worker.stop()
-        self.thread.join(30)
-        assert not self.thread.is_alive()
 
 
 @pytest.fixture

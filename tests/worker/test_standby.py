@@ -7,7 +7,6 @@ claim that only a poll would make fails the test."""
 from __future__ import annotations
 
 import os
-import threading
 import time
 from collections.abc import Iterator
 
@@ -19,6 +18,7 @@ from django_mqlite.engine import send_one
 from django_mqlite.worker import Worker, runner
 from django_mqlite.worker.prefork import Siblings
 from tests.support.features import requires
+from tests.support.inprocess import Running
 from tests.support.procs import wait_for
 
 pytestmark = [
@@ -37,22 +37,6 @@ def long_poll(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(send_one.Wake, "__call__", lambda self: None)
     monkeypatch.setattr(runner, "IDLE_MAX_LISTENING_S", 60.0)
     yield
-
-
-class Running:
-    def __init__(self, worker: Worker) -> None:
-        self.worker = worker
-        self.thread = threading.Thread(target=worker.run, name="mqlite-worker-main")
-
-    def __enter__(self) -> Worker:
-        self.thread.start()
-        wait_for(lambda: self.worker.worker_id is not None, timeout=10, what="the start")
-        return self.worker
-
-    def __exit__(self, *exc: object) -> None:
-        self.worker.stop()
-        self.thread.join(30)
-        assert not self.thread.is_alive()
 
 
 def test_a_standby_worker_claims_when_told_not_on_every_wake_up() -> None:
