@@ -44,9 +44,15 @@ def test_racing_producers_on_one_key_never_make_two_holders(window: str) -> None
     lock = threading.Lock()
     producing = threading.Event()
     producing.set()
+    # Half-way the producers wait for the consumer's first completion, so the key is
+    # taken again while they send (on SQLite eight producers can otherwise keep the
+    # consumer from the write lock until they are done: one message, and no re-take).
+    completed = threading.Event()
 
     def producer(i: int) -> None:
         for n in range(SENDS):
+            if n == SENDS // 2:
+                assert completed.wait(60), "the consumer completed nothing"
             seq = retrying(
                 lambda: mq.send("uniq", f"{i}:{n}", unique_key=KEY, unique_while=window)  # noqa: B023
             )
@@ -62,6 +68,7 @@ def test_racing_producers_on_one_key_never_make_two_holders(window: str) -> None
                 time.sleep(0.002)  # running: producers send meanwhile
                 seen.append(int(retrying(lambda: holders(window))))  # type: ignore[arg-type]
                 retrying(m.complete)
+                completed.set()
             seen.append(int(retrying(lambda: holders(window))))  # type: ignore[arg-type]
             if not received:
                 time.sleep(0.002)
