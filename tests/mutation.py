@@ -232,16 +232,48 @@ ACCEPTED: dict[str, str] = {
     "its one caller, reap, always passes it",
     "django_mqlite.engine.maintenance.x_expire_queue_locks__mutmut_10": "1 for 0 as the "
     "count of a throttled lease return: its one caller (the receive) ignores the count",
+    **{
+        f"django_mqlite.engine.send.x_{fn}__mutmut_{i}": "zip()'s strict check over lists "
+        "of one length: the rows and their dependency references are both built from the "
+        "messages, one each; an INSERT's RETURNING gives one seq per VALUES tuple"
+        for fn, i in (
+            ("_send_once", 40),
+            ("_send_once", 43),
+            ("_send_once", 44),
+            ("_insert", 32),
+            ("_insert", 35),
+            ("_insert", 36),
+        )
+    },
+    **{
+        f"django_mqlite.engine.send.x__send_once__mutmut_{i}": "another mark than -2 for a "
+        "copy inside the batch: the copies are given their original's seq after every "
+        "other slot is set"
+        for i in (96, 97)
+    },
+    "django_mqlite.engine.send.x__send_once__mutmut_102": "-2 for -1 as the mark of a "
+    "conflict inside the batch: a slot that inserted nothing keeps its row's seq, 0, "
+    "either way",
+    "django_mqlite.engine.send.x__claim_dedup__mutmut_38": "-2 for -1 as a batch's "
+    "conflict with an earlier message: a slot that inserted nothing keeps its row's seq, "
+    "0, either way",
+    "django_mqlite.engine.send.x__claim_dedup__mutmut_33": "seq >= 0 for seq > 0: a key's "
+    "seq is 0 only between its claim and the UPDATE at the end of the same send, which "
+    "judges that key's repeats against the owner without reading the row",
+    **{
+        f"django_mqlite.engine.send.x_send_batch__mutmut_{i}": _FALSY + " (single)"
+        for i in (25, 34)
+    },
     _S1 + "x_flush_deferred_counts__mutmut_2": "or for and: outside a transaction there "
     "are no on-commit markers, and on SQLite none are Counted, so it returns all the same",
 }
 
 # An SQL keyword as the engine writes them (upper case), inside a double-quoted literal.
-# (AND, ORDER, LIMIT, NULL and CASE's words for the continuation lines of a statement
-# split over literals.)
+# (AND, ORDER, LIMIT, NULL, CASE's words, VALUES and RETURNING for the continuation
+# lines of a statement split over literals.)
 _SQL = re.compile(
     r"\b(SELECT|INSERT|UPDATE|DELETE|SET|CAST|WITH|FROM|WHERE|COUNT|AND|ORDER|LIMIT|NULL|"
-    r"CASE|WHEN|THEN|ELSE|END)\b"
+    r"CASE|WHEN|THEN|ELSE|END|VALUES|RETURNING)\b"
 )
 _LITERAL = re.compile(r'"(?:[^"\\]|\\.)*"')
 _QUOTED = re.compile(r"'[^']*'")
