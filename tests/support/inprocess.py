@@ -1,12 +1,25 @@
-"""A ``Worker`` running in a thread of the test process, for tests that count what it
-does (transactions, claims) while the test sends."""
+"""A real ``Worker`` run in this process: ``burst`` serves ``queues`` from ``registry``
+until nothing is claimable, then returns; ``Running`` runs one on a thread while the test
+sends and counts. No signal handlers (pytest owns them) and no reaper thread unless a
+test asks for one (``burst``)."""
 
 from __future__ import annotations
 
 import threading
+from typing import Any
 
+from django_mqlite.consumers import Registry
 from django_mqlite.worker import Worker
 from tests.support.procs import wait_for
+
+
+def burst(registry: Registry, *queues: str, **options: Any) -> Worker:
+    """Run a burst worker over ``queues`` (every queue of ``registry`` when none is
+    named) with ``options`` for ``Worker``; returns it, run, for its counters."""
+    options.setdefault("reaper", False)
+    worker = Worker(list(queues), burst=True, install_signals=False, registry=registry, **options)
+    worker.run()
+    return worker
 
 
 class Running:
