@@ -71,6 +71,9 @@ class Pool:
         self.stale_skipped = 0
         self._last_beat = 0.0
         self._paused_until = 0.0
+        #: Handlers that returned and whose outcome is not yet handed over (queued for the
+        #: main loop or settled here): still busy, so a burst cannot end in between.
+        self._handing_over = 0
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -105,7 +108,8 @@ class Pool:
     def busy(self) -> int:
         """Messages this worker holds: waiting for a thread, running, or to settle."""
         with self.lock:
-            return len(self.pending) + len(self.running) + len(self.done) + len(self.failed)
+            held = len(self.pending) + len(self.running) + len(self.done) + len(self.failed)
+            return held + self._handing_over
 
     def counts(self) -> tuple[int, int, int]:
         """(waiting for a thread, running, finished and waiting to be settled)."""
@@ -278,6 +282,7 @@ class Pool:
                 assert d is not None
                 self.running.discard(d)
                 d.finished = True
+                self._handing_over += 1
         if owned:
             assert d is not None
             try:
@@ -288,6 +293,9 @@ class Pool:
                 logger.exception(
                     "could not fail %s #%s", d.msg.queue, d.msg.seq, extra=log_fields(d.msg)
                 )
+            finally:
+                with self.lock:
+                    self._handing_over -= 1
         if replace:
             self._spawn()
         self.wake()
@@ -302,6 +310,7 @@ class Pool:
             if not late:
                 d.finished = True
                 self.running.discard(d)
+            self._handing_over += 1
             if self.observe is not None and d.started is not None:
                 self.observe(d.ended - d.started)
         try:
@@ -332,6 +341,8 @@ class Pool:
             tracing.finish(msg, "settle_failed")
             logger.exception("settling %s #%s failed", msg.queue, msg.seq, extra=log_fields(msg))
         finally:
+            with self.lock:
+                self._handing_over -= 1
             self.wake()
 
     def _fail_later(self, d: Delivery, failure: BaseException, tb: str) -> None:

@@ -3,29 +3,25 @@ delivery: the worker settles it with the engine's one snooze verb."""
 
 from __future__ import annotations
 
+import time
+from typing import Any
+
 import pytest
 
 import django_mqlite as mq
 from django_mqlite.consumers import Registry
-from django_mqlite.worker import Worker
+from django_mqlite.worker import Worker, handling
 from tests.support.inprocess import burst
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def run(queue: str, handle: object) -> Worker:
-    """Burst workers until nothing is active: a burst worker may stop while a handler
-    thread is still settling, before its snooze(0) made the message claimable again."""
+    """One burst worker over ``queue``: it ends once nothing is claimable and nothing
+    it holds is still being settled."""
     registry = Registry()
     registry.register(queue, handle)
-    failures = 0
-    for _ in range(20):
-        worker = burst(registry, queue)
-        failures += worker.pool.failures
-        if not mq.peek(queue, state="active"):
-            break
-    worker.pool.failures = failures
-    return worker
+    return burst(registry, queue)
 
 
 def test_a_handler_snoozes_without_using_up_deliveries() -> None:
@@ -86,3 +82,27 @@ def test_a_bad_snooze_fails_the_attempt() -> None:
     [dead] = mq.peek("nap", state="dead_lettered")
     assert dead.dead_letter_reason == "MaxDeliveryCountExceeded"
     assert "Snooze" in (dead.last_error or "")
+
+
+def test_a_burst_waits_for_a_snooze_being_written(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The handler has returned and its snooze is still being written: the worker still
+    holds the message, so a burst that looks then does not end with it unfinished."""
+    real = handling.settle_failure
+
+    def slow(*args: Any, **kwargs: Any) -> Any:
+        time.sleep(0.3)  # meanwhile the main loop claims (nothing) and asks if it is done
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(handling, "settle_failure", slow)
+    mq.create_queue("nap")
+    mq.send("nap", b"x")
+    seen: list[int] = []
+
+    def handle(msg: mq.Received) -> None:
+        seen.append(msg.delivery_count)
+        if len(seen) <= 2:
+            raise mq.Snooze(0)
+
+    run("nap", handle)
+    assert len(seen) == 3
+    assert mq.stats("nap").totals["completed"] == 1
