@@ -41,3 +41,26 @@ def test_the_migration_reverses_and_reapplies(back_at_0007: None) -> None:
         mq.send("after", 2)
     mq.send_batch("after", [mq.OutMessage(3)])
     assert mq.stats("after").totals["enqueued"] == 3
+
+
+def test_a_send_counts_once_whether_its_totals_row_exists_or_not() -> None:
+    """The first send of a writer's shard makes its totals row, later ones add to it
+    (MariaDB's trigger updates first and inserts only when it found no row)."""
+    from django.db import connection
+
+    mq.create_queue("rows")
+    mq.send("rows", 1)
+    mq.send("rows", 2)
+    assert mq.stats("rows").totals["enqueued"] == 2
+    with connection.cursor() as c:
+        c.execute(
+            "DELETE FROM mqlite_totals WHERE queue_id = "
+            "(SELECT id FROM mqlite_queue WHERE name = %s)",
+            ["rows"],
+        )
+    assert mq.stats("rows").totals["enqueued"] == 0
+    with transaction.atomic():
+        mq.send("rows", 3)
+        mq.send("rows", 4)
+    mq.send("rows", 5)
+    assert mq.stats("rows").totals["enqueued"] == 3
