@@ -25,7 +25,10 @@ each reached queue. It runs as a prepared statement where ``prepared`` allows.
 SQLite (writers serialized, no writable CTE): the copies in one ``INSERT … SELECT`` (the
 counter trigger counts each copy in its queue's totals), then one upsert of the topic's
 counters, which also tells a stale plan (it returns nothing) from a publish that matched
-no subscription.
+no subscription. MariaDB runs the same two statements, after locking the topic row
+shared while its version is the plan's (``LOCK IN SHARE MODE``), since its writers run
+side by side: a change of the subscriptions then waits for the publish's commit, as on
+PostgreSQL.
 """
 
 from __future__ import annotations
@@ -201,6 +204,8 @@ def run(
         if not got or got[0][0] != 0:  # no marker row: the guard did not hold
             return None
         return [(plan.names[r[0]], int(r[1])) for r in got[1:]]
+    if dialect.concurrent_writers and not _hold(cursor, dialect, plan):
+        return None  # stale: nothing written
     sql = _sqlite_sql(dialect, plan.where)
     cursor.execute(
         sql, [*send_one.values(row, now), *message, plan.topic_id, plan.version, *plan.params]
@@ -211,9 +216,26 @@ def run(
         [*(queue_id for queue_id, _ in copies), plan.topic_id, plan.version],
     )
     if not cursor.fetchall():
-        # Writes are serialized here: the INSERT's guard failed as well (nothing copied).
+        # The version changed between the two statements, which only a second writer
+        # can do: on SQLite writes are serialized, and MariaDB holds the topic (``_hold``).
+        # So the INSERT's guard failed as well: nothing was copied.
+        assert not copies, "a publish's topic changed under its copies"
         return None
     return [(plan.names[queue_id], seq) for queue_id, seq in copies]
+
+
+def _hold(cursor: CursorWrapper, dialect: Dialect, plan: Plan) -> bool:
+    """Where writers run side by side with no writable CTE (MariaDB): lock the topic row
+    shared while its version is the plan's, as the locked path does, so a change of its
+    subscriptions waits for this publish's commit. Without it a change could commit
+    between the copies and the guarded count, which then fails after the copies are
+    written, and the publish would be run again by the locked path: a second copy."""
+    cursor.execute(
+        f"SELECT id FROM mqlite_topic WHERE id = %s AND version = %s "
+        f"{dialect.row_lock_sql(exclusive=False)}",
+        [plan.topic_id, plan.version],
+    )
+    return cursor.fetchone() is not None
 
 
 def _count_only(

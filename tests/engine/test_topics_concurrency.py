@@ -14,6 +14,7 @@ from django.db import transaction
 
 import django_mqlite as mq
 from tests.support.concurrency import retrying, start_threads
+from tests.support.features import lacks
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -58,3 +59,45 @@ def test_a_subscription_change_is_never_half_seen_by_a_publish() -> None:
     assert Counter(reached.values()) == {1: PUBLISHERS * PUBLISHES}
     copies = Counter(m.text() for q in ("a", "b") for m in mq.peek(q, limit=1000))
     assert copies == dict.fromkeys(reached, 1)
+
+
+@lacks("writable_cte")
+def test_a_change_cannot_commit_between_a_planned_publishs_copies_and_its_count(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The planned publish writes its copies, then counts them under the plan's version
+    (SQLite, MariaDB). A subscription change tried between the two must wait for the
+    publish's commit: had it committed, the count's guard would fail after the copies
+    were written, and the publish, run again by the locked path, would copy twice."""
+    from django_mqlite.engine import fanout
+
+    mq.create_topic("t")
+    mq.create_queue("a")
+    mq.create_queue("b")
+    mq.subscribe("t", "a")
+    mq.publish("t", "plans")  # the plan is now cached
+    errors: list[BaseException] = []
+    swapped = threading.Event()
+    real = fanout.count_sql
+    tried: list[threading.Thread] = []
+
+    def swap(_: int) -> None:
+        with transaction.atomic():
+            mq.unsubscribe("t", "a")
+            mq.subscribe("t", "b")
+        swapped.set()
+
+    def count_sql(*args: object, **kwargs: object) -> str:
+        if not tried:  # between the copies and the count of the first publish
+            tried.extend(start_threads(1, swap, errors))
+            swapped.wait(0.5)  # it may not commit now
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(fanout, "count_sql", count_sql)
+    reached = mq.publish("t", "once")
+    for t in tried:
+        t.join(30)
+    assert not errors, errors
+    copies = [m.text() for q in ("a", "b") for m in mq.peek(q, limit=10)]
+    assert copies.count("once") == 1
+    assert reached == 1

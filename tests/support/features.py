@@ -52,6 +52,10 @@ FEATURES: dict[str, tuple[Callable[[Dialect], bool], str]] = {
         lambda d: d.upsert_writes_sequence,
         "the database's upsert takes no AUTOINCREMENT number (SQLite's sqlite_sequence)",
     ),
+    "writable_cte": (
+        lambda d: d.writable_cte,
+        "the database has no writable CTE (a planned publish is two statements)",
+    ),
     "json_text": (
         lambda d: d.json_is_text,
         "the database's JSON columns parse what they store (jsonb never held a lone surrogate)",
