@@ -219,7 +219,8 @@ def run(
         # The version changed between the two statements, which only a second writer
         # can do: on SQLite writes are serialized, and MariaDB holds the topic (``_hold``).
         # So the INSERT's guard failed as well: nothing was copied.
-        assert not copies, "a publish's topic changed under its copies"
+        if copies:
+            raise RuntimeError("a publish's topic changed under its copies")
         return None
     return [(plan.names[queue_id], seq) for queue_id, seq in copies]
 

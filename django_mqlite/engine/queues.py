@@ -201,6 +201,12 @@ def update_queue(name: str, *, using: str | None = None, **options: Any) -> Queu
         if not cols:
             return current.public()
         _check_forward(cursor, name, cols)
+        if {"ordering", "dedup_window_ms", "content_dedup"} & set(cols):
+            # Its topics' publishers re-plan. Their rows are locked before the queue's,
+            # in a publish's order (topic, then the queue its copies' key checks): the
+            # other order deadlocks with a publish on MariaDB. And the live count below
+            # then sees what publishes that held a topic wrote.
+            fanout.changed_queue(cursor, current.id)
         if cols.get("ordering", current.ordering) != current.ordering and _live_count(
             cursor, current.id
         ):
@@ -211,8 +217,6 @@ def update_queue(name: str, *, using: str | None = None, **options: Any) -> Queu
         cursor.execute(
             f"UPDATE mqlite_queue SET {sets} WHERE id = %s", [*cols.values(), current.id]
         )
-        if {"ordering", "dedup_window_ms", "content_dedup"} & set(cols):
-            fanout.changed_queue(cursor, current.id)  # its topics' publishers re-plan
         return load_queue(cursor, name).public()
 
 

@@ -217,6 +217,8 @@ _SQLITE_INSERT = (
     "SELECT q.id, %s, %s, %s, COALESCE(%s, %s + q.default_ttl_ms), %s, %s, %s, %s, %s, %s, "
     f"%s, NULL, NULL, NULL, 0, 0 FROM ({_QUEUE}) AS q RETURNING seq"
 )
+#: MariaDB's (``Dialect.acknowledges_insert_id``): the same, its seq the insert id.
+_ONE_INSERT = _SQLITE_INSERT.removesuffix(" RETURNING seq")
 
 
 def try_send(alias: str, queue: str, row: Row, now: int) -> int | None:
@@ -243,6 +245,9 @@ def try_send(alias: str, queue: str, row: Row, now: int) -> int | None:
         prepared.execute(cursor, alias, label, sql, [*params, *columns, *tail])
         got = cursor.fetchone()
         seq = None if got is None else int(got[0])
+    elif dialect.acknowledges_insert_id:
+        cursor.execute(_ONE_INSERT, [*columns, *params])
+        seq = int(cursor.lastrowid) if cursor.rowcount == 1 else None
     else:
         cursor.execute(_SQLITE_INSERT, [*columns, *params])
         got = cursor.fetchone()

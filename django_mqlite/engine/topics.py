@@ -352,9 +352,14 @@ def _publish(topic: str, msg: OutMessage, using: str | None) -> list[str]:
         raise InvalidArgumentError("publish does not take depends_on")
     cursor, dialect = databases.ctx(alias)
     # Reads and one write statement need no savepoint inside the caller's transaction
-    # (a statement is atomic on its own, as the one-statement send); outside one, the
-    # lock must last until the copies are written, so the publish opens a transaction.
-    outer = nullcontext() if connections[alias].in_atomic_block else transaction.atomic(alias)
+    # (a statement is atomic on its own, as the one-statement send): PostgreSQL's
+    # planned publish. Without a writable CTE it is two (the copies, then the count),
+    # and the count can fail after the copies (a lock wait timeout on MariaDB undoes
+    # only its statement): a savepoint, so a caller that catches the error keeps
+    # neither. Outside a transaction, the lock must last until the copies are written,
+    # so the publish opens one.
+    in_caller = connections[alias].in_atomic_block
+    outer = nullcontext() if in_caller and dialect.writable_cte else transaction.atomic(alias)
     with outer:
         plan = fanout.cached(alias, topic)
         reached = None

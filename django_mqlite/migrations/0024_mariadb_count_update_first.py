@@ -8,7 +8,12 @@ one Tasks enqueue, 4,000 sends in one transaction, median of three): 162–195 �
 that trigger, 115–117 µs updating first, 115–150 µs with no trigger at all. The row is
 inserted only when the update found none (the shard's first send); two writers that
 both find none meet in the same ``ON DUPLICATE KEY UPDATE`` as before, so the count
-stays exact.
+stays exact. (Under REPEATABLE READ the update of a missing row takes a gap lock, and two
+such first sends can deadlock; the queue's connections run READ COMMITTED, where it takes
+none, and a send the engine opened is run again after a deadlock.)
+
+The trigger is replaced in one statement (``CREATE OR REPLACE TRIGGER``): no send can
+fall between a drop and a create and go uncounted.
 """
 
 from django.db import migrations
@@ -23,7 +28,10 @@ INSERT = (
     f"VALUES (NEW.queue_id, {SHARD}, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) "
     "ON DUPLICATE KEY UPDATE enqueued = enqueued + 1"
 )
-HEAD = "CREATE TRIGGER mqlite_count_enqueued AFTER INSERT ON mqlite_message FOR EACH ROW "
+HEAD = (
+    "CREATE OR REPLACE TRIGGER mqlite_count_enqueued AFTER INSERT ON mqlite_message "
+    "FOR EACH ROW "
+)
 UPDATE_FIRST = (
     f"{HEAD}BEGIN "
     "UPDATE mqlite_totals SET enqueued = enqueued + 1 "
@@ -32,7 +40,6 @@ UPDATE_FIRST = (
     "END"
 )
 UPSERT = HEAD + INSERT  # 0017's
-DROP = "DROP TRIGGER IF EXISTS mqlite_count_enqueued"
 
 
 def _is_mariadb(schema_editor):  # type: ignore[no-untyped-def]
@@ -42,14 +49,7 @@ def _is_mariadb(schema_editor):  # type: ignore[no-untyped-def]
 
 def _replace(schema_editor, create: str) -> None:  # type: ignore[no-untyped-def]
     if _is_mariadb(schema_editor):
-        # DROP and CREATE each commit on MariaDB: a send between them would go uncounted,
-        # so the table is locked for the swap.
-        schema_editor.execute("LOCK TABLES mqlite_message WRITE, mqlite_totals WRITE")
-        try:
-            schema_editor.execute(DROP, params=None)
-            schema_editor.execute(create, params=None)
-        finally:
-            schema_editor.execute("UNLOCK TABLES")
+        schema_editor.execute(create, params=None)
 
 
 def forwards(apps, schema_editor):  # type: ignore[no-untyped-def]

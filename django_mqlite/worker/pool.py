@@ -201,6 +201,7 @@ class Pool:
                     stale = not self._may_start(d)
                     if stale:
                         self.running.discard(d)
+                        self._handing_over += 1  # ``_release_stale`` gives it back
                     else:
                         d.started = time.monotonic()
                         d.msg.start_checked_at = time.time()
@@ -244,20 +245,21 @@ class Pool:
         return d.lease_left_s(now_ms() / 1000) >= start_margin_s(d.lease_s)
 
     def _release_stale(self, d: Delivery) -> None:
-        """Give back a delivery whose lease is (nearly) spent without running it."""
+        """Give back a delivery whose lease is (nearly) spent without running it (the
+        caller counted it as being handed over; this gives that back once written)."""
         msg = d.msg
         with self.lock:
             self.stale_skipped += 1
         d.lost = d.finished = True
-        logger.warning(
-            "%s #%s: not started, its lease may be gone (less than %.1fs left, or this "
-            "worker was paused past the stale-worker limit); releasing it",
-            msg.queue,
-            msg.seq,
-            start_margin_s(d.lease_s),
-            extra=log_fields(msg),
-        )
         try:
+            logger.warning(
+                "%s #%s: not started, its lease may be gone (less than %.1fs left, or "
+                "this worker was paused past the stale-worker limit); releasing it",
+                msg.queue,
+                msg.seq,
+                start_margin_s(d.lease_s),
+                extra=log_fields(msg),
+            )
             db_health.retry_lost(
                 lambda: settle.release(msg.queue, [d.item()], using=self.using),
                 self.using,
@@ -268,6 +270,8 @@ class Pool:
                 "%s #%s: could not release: %s", msg.queue, msg.seq, exc, extra=log_fields(msg)
             )
         finally:
+            with self.lock:
+                self._handing_over -= 1
             self.wake()
 
     def _thread_died(self, d: Delivery | None, exc: BaseException) -> None:
@@ -310,9 +314,9 @@ class Pool:
             if not late:
                 d.finished = True
                 self.running.discard(d)
-            self._handing_over += 1
             if self.observe is not None and d.started is not None:
                 self.observe(d.ended - d.started)
+            self._handing_over += 1  # the ``finally`` below gives it back
         try:
             if msg.settled is not None:
                 tracing.finish(msg, msg.outcome)  # the handler settled the message itself

@@ -101,3 +101,41 @@ def test_a_change_cannot_commit_between_a_planned_publishs_copies_and_its_count(
     copies = [m.text() for q in ("a", "b") for m in mq.peek(q, limit=10)]
     assert copies.count("once") == 1
     assert reached == 1
+
+
+@lacks("writable_cte")
+def test_a_queue_change_waits_for_a_planned_publish_without_deadlock(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A planned publish holds its topic, then its copies' key checks lock the queue rows
+    they point at; ``update_queue`` takes the same two in the same order (the topic to
+    re-plan its publishers first, then the queue), so it waits for the publish instead of
+    deadlocking with it (MariaDB's 1213, which neither side retries)."""
+    from django_mqlite.engine import fanout
+
+    mq.create_topic("t")
+    mq.create_queue("a")
+    mq.subscribe("t", "a")
+    mq.publish("t", "plans")  # the plan is now cached
+    errors: list[BaseException] = []
+    changed = threading.Event()
+    real = fanout._sqlite_sql
+    tried: list[threading.Thread] = []
+
+    def change(_: int) -> None:
+        mq.update_queue("a", dedup_window=1)
+        changed.set()
+
+    def copies_sql(*args: object, **kwargs: object) -> str:
+        if not tried:  # the topic is held; the copies are not written yet
+            tried.extend(start_threads(1, change, errors))
+            changed.wait(0.5)  # it may not finish now
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(fanout, "_sqlite_sql", copies_sql)
+    assert mq.publish("t", "once") == 1
+    for t in tried:
+        t.join(30)
+    assert not errors, errors
+    assert changed.is_set()
+    assert [m.text() for m in mq.peek("a", limit=10)] == ["plans", "once"]

@@ -45,6 +45,10 @@ class Dialect:
     #: even when it ends as an update (SQLite's ``sqlite_sequence``): counters are
     #: updated first and upserted only when their row is missing (``totals.bump_totals``).
     upsert_writes_sequence = False
+    #: A one-row ``INSERT`` answers its new ``seq`` with the statement's acknowledgement
+    #: (MariaDB's insert id, ``cursor.lastrowid``): the one-statement send asks for no
+    #: ``RETURNING`` result set.
+    acknowledges_insert_id = False
     #: The SQL type a body is cast to.
     blob_type = "blob"
 

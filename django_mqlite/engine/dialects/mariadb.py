@@ -49,6 +49,10 @@ class MariaDBDialect(Dialect):
     concurrent_writers = True
     # The mqlite_count_enqueued trigger of migration 0017 adds every insert.
     counts_enqueued = True
+    # The OK packet of an INSERT carries the first id it generated (its own, never one
+    # a trigger's insert made): a send's seq without a RETURNING result set, which cost
+    # 25-35 us of server CPU a send.
+    acknowledges_insert_id = True
     # InnoDB's deadlock (1213) rolls back the whole transaction.
     retries_deadlocks = True
     # JSON columns are LONGTEXT checked by json_valid(), which refuses what JSON cannot
