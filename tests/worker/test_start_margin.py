@@ -260,15 +260,27 @@ def in_a_transaction() -> bool:
 
 
 @override_settings(MQLITE={"WORKER_STALE_AFTER": 3600})
+@pytest.mark.parametrize("slow_release", [False, True])
 def test_the_margin_is_checked_after_the_connection_check(
-    clock: Any, monkeypatch: pytest.MonkeyPatch
+    clock: Any, monkeypatch: pytest.MonkeyPatch, slow_release: bool
 ) -> None:
     """The handler thread's connection check (``db_health.refresh``: a probe, perhaps a
     reconnect) is where a thread can block, or a process be frozen, between taking a
     delivery and starting it. Here the lease runs (nearly) out during that check: the
     margin, checked after it, sees that and releases the delivery; it runs once, from a
-    fresh claim."""
+    fresh claim. ``slow_release``: the release takes a while to be written, and the
+    burst worker, which looks meanwhile, still holds the message and does not end."""
     from django_mqlite.worker import db_health
+    from django_mqlite.worker import pool as pool_module
+
+    if slow_release:
+        real_release = pool_module.settle.release
+
+        def release(*args: Any, **kwargs: Any) -> Any:
+            time.sleep(0.3)
+            return real_release(*args, **kwargs)
+
+        monkeypatch.setattr(pool_module.settle, "release", release)
 
     mq.create_queue("late", lock_duration=30)
     mq.send("late", 1)
@@ -297,7 +309,15 @@ def test_the_margin_is_checked_after_the_connection_check(
     monkeypatch.setattr(db_health, "refresh", refresh)
     registry = Registry()
     registry.register("late", handle)
-    worker = Worker(["late"], burst=True, reaper=False, install_signals=False, registry=registry)
+    # With a second thread free, the main loop keeps looking while the release is written.
+    worker = Worker(
+        ["late"],
+        burst=True,
+        reaper=False,
+        install_signals=False,
+        registry=registry,
+        concurrency=2 if slow_release else 1,
+    )
     thread = threading.Thread(target=worker.run)
     thread.start()
     try:

@@ -38,7 +38,13 @@ def test_sigkill_mid_chain_loses_and_repeats_no_step(workers: Any) -> None:
         wanted = rng.sample(ups, 3) + ([poison] if i % 4 == 0 else [])
         deps[mq.send("held", i, depends_on=wanted)] = wanted
     victim = workers.start("--concurrency", "4", overrides=FAST_HEARTBEAT)
-    wait_for(lambda: len(workers.events("step")) >= 8, timeout=60, what="eight steps run")
+    # Killed while it holds steps (only it runs, so every locked message is its own): a
+    # kill between its batches would leave nothing behind, and test nothing.
+    wait_for(
+        lambda: len(workers.events("step")) >= 8 and mq.stats("work").counts["locked"] > 0,
+        timeout=60,
+        what="eight steps run, and steps held",
+    )
     victim.kill()
     victim.wait()
     survivor = workers.start("--concurrency", "4", overrides=FAST_HEARTBEAT)
