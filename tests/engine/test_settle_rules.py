@@ -1,0 +1,118 @@
+"""Settlement's own rules, one by one (``engine/settle.py``): what each single call
+raises, naming its message and queue, for a stale token and for a message gone; what
+``complete_with_result`` stores and refuses on any queue; a snooze that would end at a
+held message's expiry, and a stale one."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.db import connection
+
+import django_mqlite as mq
+from django_mqlite.engine import settle
+
+pytestmark = pytest.mark.django_db
+
+STALE = "0" * 32
+
+VERBS: dict[str, Callable[[str, int, str], Any]] = {
+    "complete": lambda q, seq, token: settle.complete(q, seq, token),
+    "complete_with_result": lambda q, seq, token: settle.complete_with_result(q, seq, token, 1),
+    "abandon": lambda q, seq, token: settle.abandon(q, seq, token),
+    "snooze": lambda q, seq, token: settle.snooze(q, seq, token, 5),
+    "reject": lambda q, seq, token: settle.reject(q, seq, token, "Bad"),
+    "defer": lambda q, seq, token: settle.defer(q, seq, token),
+    "renew": lambda q, seq, token: settle.renew(q, seq, token),
+    "renew_lease": lambda q, seq, token: settle.renew_lease(q, seq, token),
+}
+
+
+@pytest.mark.parametrize("verb", VERBS)
+def test_a_stale_single_call_names_its_message_and_queue(q: str, verb: str) -> None:
+    mq.send(q, b"x")
+    (m,) = mq.receive(q)
+    with pytest.raises(mq.LockLostError) as e:
+        VERBS[verb](q, m.seq, STALE)
+    assert str(e.value) == (
+        f"message {m.seq} on {q!r}: lock token is not current or its lease ran out"
+    )
+    assert mq.peek(q)[0].state == "locked"
+
+
+@pytest.mark.parametrize("verb", ["complete", "abandon", "renew"])
+def test_a_lapsed_single_call_of_a_message_gone_says_so(q: str, verb: str) -> None:
+    mq.send(q, b"x")
+    (m,) = mq.receive(q, mode="receive_and_delete")
+    call = getattr(settle, verb)
+    with pytest.raises(mq.MessageGoneError) as e:
+        call(q, m.seq, STALE, lapsed=True)
+    assert str(e.value) == f"message {m.seq} is no longer on {q!r}"
+
+
+# -- complete_with_result -----------------------------------------------------------
+
+
+def stored(seq: int) -> tuple[Any, Any]:
+    """The row's result and attempt history, decoded."""
+    with connection.cursor() as c:
+        c.execute("SELECT result, attempts FROM mqlite_message WHERE seq = %s", [seq])
+        result, attempts = c.fetchone()
+    return (
+        None if result is None else json.loads(result),
+        None if attempts is None else json.loads(attempts),
+    )
+
+
+def test_a_kept_result_and_its_attempt_are_stored(make_queue: Any) -> None:
+    make_queue("r", keep_results=3600)
+    mq.send("r", b"x")
+    (m,) = mq.receive("r")
+    settle.complete_with_result("r", m.seq, m.lock_token or "", {"r": 1}, attempt={"a": 2})
+    result, attempts = stored(m.seq)
+    assert result == {"r": 1}
+    assert attempts[-1] == {"a": 2}
+
+
+@pytest.mark.parametrize("keep", [None, 3600])
+@pytest.mark.parametrize("what", ["result", "attempt"])
+def test_a_value_json_cannot_hold_is_refused_on_any_queue(
+    make_queue: Any, keep: int | None, what: str
+) -> None:
+    # Checked before anything is written, whether or not the queue keeps results.
+    make_queue("r", keep_results=keep)
+    mq.send("r", b"x")
+    (m,) = mq.receive("r")
+    kwargs = {"attempt": float("nan")} if what == "attempt" else {}
+    result = float("nan") if what == "result" else 1
+    with pytest.raises(mq.InvalidArgumentError) as e:
+        settle.complete_with_result("r", m.seq, m.lock_token or "", result, **kwargs)
+    assert str(e.value).startswith(f"{what} is not JSON: ")
+    assert mq.peek("r")[0].state == "locked"
+
+
+# -- snooze past a message's expiry ---------------------------------------------------
+
+
+def test_a_snooze_ending_at_the_expiry_is_refused_with_its_message(
+    q: str, clock: mq.clock.FrozenClock
+) -> None:
+    mq.send(q, b"x", ttl=10)
+    (m,) = mq.receive(q)
+    with pytest.raises(mq.SnoozePastExpiryError) as e:
+        settle.snooze(q, m.seq, m.lock_token or "", 10)
+    assert str(e.value) == (
+        f"message {m.seq} on {q!r} expires before its snooze would end; nothing changed"
+    )
+    assert mq.peek(q)[0].state == "locked"
+    assert settle.snooze(q, m.seq, m.lock_token or "", 9.999).outcome.value == "snoozed"
+
+
+def test_a_stale_snooze_past_the_expiry_is_lock_lost(q: str) -> None:
+    mq.send(q, b"x", ttl=10)
+    (m,) = mq.receive(q)
+    with pytest.raises(mq.LockLostError):
+        settle.snooze(q, m.seq, STALE, 60)
