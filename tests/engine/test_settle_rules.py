@@ -77,6 +77,17 @@ def test_a_kept_result_and_its_attempt_are_stored(make_queue: Any) -> None:
     assert attempts[-1] == {"a": 2}
 
 
+def test_a_chain_step_completed_with_a_result_hands_it_on(make_queue: Any) -> None:
+    # On queues that keep no results too: the next step carries it in its properties.
+    make_queue("a")
+    make_queue("b")
+    mq.Step("a", 1).then(mq.Step("b", 2)).send()
+    (m,) = mq.receive("a")
+    settle.complete_with_result("a", m.seq, m.lock_token or "", {"from": "a"})
+    (step,) = mq.receive("b")
+    assert step.properties["chain_result"] == {"from": "a"}
+
+
 @pytest.mark.parametrize("keep", [None, 3600])
 @pytest.mark.parametrize("what", ["result", "attempt"])
 def test_a_value_json_cannot_hold_is_refused_on_any_queue(
