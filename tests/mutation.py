@@ -295,6 +295,14 @@ ACCEPTED: dict[str, str] = {
     },
     "django_mqlite.engine.settle.x_release__mutmut_32": "an unquoted column's name in "
     "capitals in an UPDATE's SET: every database folds it",
+    "django_mqlite.engine.settle.x__renew_with_notes__mutmut_35": "an unquoted, qualified "
+    "column name in capitals: every database folds it",
+    **{
+        f"django_mqlite.engine.settle.x__renew_with_notes__mutmut_{i}": "zip()'s strict "
+        "check over a renewal's items and notes: renew_many refuses notes that are not "
+        "parallel to the items before anything runs"
+        for i in (9, 12, 13)
+    },
     **{_CLAIM + f"x__claim_statement__mutmut_{i}": _CACHE for i in (6, 7, 50)},
     **{_CLAIM + f"x__promote_statement__mutmut_{i}": _CACHE for i in (1, 2, 14)},
     **{

@@ -14,6 +14,7 @@ from django.db import connection
 
 import django_mqlite as mq
 from django_mqlite.engine import settle
+from django_mqlite.engine.running import Notes
 
 pytestmark = pytest.mark.django_db
 
@@ -127,3 +128,16 @@ def test_a_stale_snooze_past_the_expiry_is_lock_lost(q: str) -> None:
     (m,) = mq.receive(q)
     with pytest.raises(mq.LockLostError):
         settle.snooze(q, m.seq, STALE, 60)
+
+
+# -- renewals that carry notes --------------------------------------------------------
+
+
+def test_a_renewal_writes_each_items_notes_and_none_where_it_has_none(q: str) -> None:
+    mq.send_batch(q, [mq.OutMessage(i) for i in range(3)])
+    ms = mq.receive(q, max_messages=3)
+    notes = [Notes(progress='{"p": 1}'), None, Notes(checkpoint='"c"')]
+    got = settle.renew_many(q, [(m.seq, m.lock_token or "") for m in ms], notes=notes)
+    assert [r.outcome.value for r in got] == ["renewed"] * 3
+    seen = {p.seq: (p.progress, p.checkpoint) for p in mq.peek(q)}
+    assert [seen[m.seq] for m in ms] == [({"p": 1}, None), (None, None), (None, "c")]
