@@ -1,10 +1,12 @@
 """Settlement's own rules, one by one (``engine/settle.py``): what each single call
 raises, naming its message and queue, for a stale token and for a message gone; what
-``complete_with_result`` stores and refuses on any queue; a snooze that would end at a
-held message's expiry, and a stale one."""
+``complete_with_result`` stores, hands on and refuses on any queue; a snooze that would
+end at a held message's expiry, and a stale one; a renewal's notes; what defer, reject
+and renew_batch hand on; and the tracer told of each settlement once."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from collections.abc import Callable
 from typing import Any
@@ -13,7 +15,7 @@ import pytest
 from django.db import connection
 
 import django_mqlite as mq
-from django_mqlite.engine import settle
+from django_mqlite.engine import settle, tracing
 from django_mqlite.engine.running import Notes
 
 pytestmark = pytest.mark.django_db
@@ -141,3 +143,102 @@ def test_a_renewal_writes_each_items_notes_and_none_where_it_has_none(q: str) ->
     assert [r.outcome.value for r in got] == ["renewed"] * 3
     seen = {p.seq: (p.progress, p.checkpoint) for p in mq.peek(q)}
     assert [seen[m.seq] for m in ms] == [({"p": 1}, None), (None, None), (None, "c")]
+
+
+# -- defer, reject, renew_batch: what each hands on -----------------------------------
+
+
+def test_defer_many_answers_each_seq(q: str) -> None:
+    mq.send_batch(q, [mq.OutMessage(i) for i in range(2)])
+    ms = mq.receive(q, max_messages=2)
+    got = settle.defer_many(q, [(m.seq, m.lock_token or "") for m in ms])
+    assert [(r.seq, r.outcome.value) for r in got] == [(m.seq, "deferred") for m in ms]
+
+
+def test_reject_keeps_its_reason_description_error_and_attempt(q: str) -> None:
+    mq.send_batch(q, [mq.OutMessage(i) for i in range(2)])
+    a, b = mq.receive(q, max_messages=2)
+    settle.reject(q, a.seq, a.lock_token or "", "Bad")
+    settle.reject(q, b.seq, b.lock_token or "", "Bad", "why", error="boom", attempt={"n": 1})
+    seen = {p.seq: p for p in mq.peek(q)}
+    assert (seen[a.seq].dead_letter_description, seen[a.seq].last_error) == ("", None)
+    assert (seen[b.seq].dead_letter_description, seen[b.seq].last_error) == ("why", "boom")
+    assert stored(b.seq)[1][-1] == {"n": 1}
+
+
+def test_renew_batch_hands_on_its_lease(q: str, clock: mq.clock.FrozenClock) -> None:
+    mq.send(q, b"x")
+    (m,) = mq.receive(q, lock_duration=10)
+    assert settle.renew_batch(q, [(m.seq, m.lock_token or "")], lock_duration=100) == [True]
+    assert mq.peek(q)[0].locked_until == clock.now() + dt.timedelta(seconds=100)
+
+
+@pytest.mark.parametrize("kwargs", [{"lock_duration": 0}, {"worker_id": 0}])
+def test_an_empty_renew_batch_still_checks_its_arguments(q: str, kwargs: Any) -> None:
+    with pytest.raises(mq.InvalidArgumentError):
+        settle.renew_batch(q, [], **kwargs)
+
+
+# -- the tracer: each verb, its requests, outcomes and the producers' properties --------
+
+
+class Recording:
+    """A tracer that records the settlements it is told of (sends and claims pass)."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[Any, ...]] = []
+
+    def send(self, queue: str, messages: Any, run: Any, seqs: Any) -> Any:
+        return run(messages)
+
+    def claims_and_settles(self) -> bool:
+        return True
+
+    def received(self, *args: Any) -> None:
+        pass
+
+    def settled(
+        self, queue: str, verb: str, requests: Any, results: Any, carried: Any, t: int
+    ) -> None:
+        outcomes = [r.outcome.value for r in results]
+        self.calls.append((queue, verb, list(requests), outcomes, dict(carried), t))
+
+
+def test_each_settlement_is_traced_once_with_its_verb_and_requests(
+    q: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    t = Recording()
+    monkeypatch.setattr(tracing, "hook", t)
+    monkeypatch.setattr(tracing, "now_ns", lambda: 7)
+    mq.send_batch(q, [mq.OutMessage(i, properties={"k": i}) for i in range(5)])
+    ms = mq.receive(q, max_messages=5)
+    pairs = [(m.seq, m.lock_token or "") for m in ms]
+    settle.renew(q, *pairs[0])
+    settle.complete(q, *pairs[0])
+    settle.abandon(q, *pairs[1], delay=2)
+    settle.snooze(q, *pairs[2], 3)
+    settle.reject(q, *pairs[3], "Bad", "why")
+    settle.defer(q, *pairs[4])
+    verbs = [(c[1], c[2], c[3], c[5]) for c in t.calls]
+    assert verbs == [
+        ("renew", [(*pairs[0], "")], ["renewed"], 7),
+        ("complete", [(*pairs[0], "")], ["completed"], 7),
+        ("abandon", [(*pairs[1], "delay_ms=2000")], ["scheduled"], 7),
+        ("snooze", [(*pairs[2], "delay_ms=3000")], ["snoozed"], 7),
+        ("reject", [(*pairs[3], '["Bad","why"]')], ["dead_lettered"], 7),
+        ("defer", [(*pairs[4], "")], ["deferred"], 7),
+    ]
+    assert all(c[0] == q for c in t.calls)
+    assert t.calls[1][4][pairs[0][0]]["k"] == 0  # the producer's properties, carried
+
+
+def test_a_head_snoozed_past_its_last_delivery_frees_its_line(make_queue: Any) -> None:
+    make_queue("g", ordering="group_fifo", max_snoozes=1, max_delivery_count=1)
+    mq.send("g", "a0", group_id="A")
+    mq.send("g", "a1", group_id="A")
+    (m,) = mq.receive("g")
+    assert settle.snooze("g", m.seq, m.lock_token or "", 0).outcome.value == "snoozed"
+    (m,) = mq.receive("g")
+    # Past max_snoozes the snooze is an abandon: on the last delivery, a dead letter.
+    assert settle.snooze("g", m.seq, m.lock_token or "", 0).outcome.value == "dead_lettered"
+    assert [n.text() for n in mq.receive("g")] == ["a1"]
