@@ -238,7 +238,22 @@ def test_a_head_snoozed_past_its_last_delivery_frees_its_line(make_queue: Any) -
     mq.send("g", "a1", group_id="A")
     (m,) = mq.receive("g")
     assert settle.snooze("g", m.seq, m.lock_token or "", 0).outcome.value == "snoozed"
+    assert mq.stats("g").totals["abandoned"] == 0  # the max itself is still a snooze
     (m,) = mq.receive("g")
     # Past max_snoozes the snooze is an abandon: on the last delivery, a dead letter.
     assert settle.snooze("g", m.seq, m.lock_token or "", 0).outcome.value == "dead_lettered"
+    assert mq.stats("g").totals["abandoned"] == 1
     assert [n.text() for n in mq.receive("g")] == ["a1"]
+
+
+def test_a_snooze_past_the_last_delivery_is_buried_by_the_one_rule(make_queue: Any) -> None:
+    make_queue("dlq")
+    make_queue("s", max_snoozes=0, max_delivery_count=1, forward_dead_letters_to="dlq")
+    with mq.batch() as b:
+        b.send("s", "x")
+    (m,) = mq.receive("s")
+    got = settle.snooze("s", m.seq, m.lock_token or "", 0)
+    assert (got.seq, got.outcome.value, got.forwarded_to) == (m.seq, "forwarded", "dlq")
+    assert mq.get_batch(b.id).failed == 1
+    (dead,) = mq.receive("dlq")
+    assert dead.text() == "x"
