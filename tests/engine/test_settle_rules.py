@@ -246,6 +246,15 @@ def test_a_head_snoozed_past_its_last_delivery_frees_its_line(make_queue: Any) -
     assert [n.text() for n in mq.receive("g")] == ["a1"]
 
 
+def test_a_snooze_past_max_snoozes_counts_as_an_abandon(make_queue: Any) -> None:
+    make_queue("s", max_snoozes=0, max_delivery_count=5)
+    mq.send("s", "x")
+    (m,) = mq.receive("s")
+    assert settle.snooze("s", m.seq, m.lock_token or "", 0).outcome.value == "retried"
+    totals = mq.stats("s").totals
+    assert (totals["abandoned"], totals["retried"]) == (1, 1)
+
+
 def test_a_snooze_past_the_last_delivery_is_buried_by_the_one_rule(make_queue: Any) -> None:
     make_queue("dlq")
     make_queue("s", max_snoozes=0, max_delivery_count=1, forward_dead_letters_to="dlq")
