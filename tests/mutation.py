@@ -295,6 +295,8 @@ ACCEPTED: dict[str, str] = {
     },
     "django_mqlite.engine.settle.x_release__mutmut_32": "an unquoted column's name in "
     "capitals in an UPDATE's SET: every database folds it",
+    "django_mqlite.engine.settle.x_snooze_many__mutmut_79": "the source queue handed to "
+    "the burial: without it the burial reads the same queue row back (one query more)",
     "django_mqlite.engine.settle.x__renew_with_notes__mutmut_35": "an unquoted, qualified "
     "column name in capitals: every database folds it",
     **{

@@ -264,5 +264,6 @@ def test_a_snooze_past_the_last_delivery_is_buried_by_the_one_rule(make_queue: A
     got = settle.snooze("s", m.seq, m.lock_token or "", 0)
     assert (got.seq, got.outcome.value, got.forwarded_to) == (m.seq, "forwarded", "dlq")
     assert mq.get_batch(b.id).failed == 1
+    assert (mq.stats("s").totals["abandoned"], mq.stats("s").totals["retried"]) == (1, 0)
     (dead,) = mq.receive("dlq")
     assert dead.text() == "x"
