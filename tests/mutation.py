@@ -120,6 +120,12 @@ MODULES: dict[str, list[str]] = {
     "django_mqlite/tasks/results.py": [
         "tests/tasks/test_envelope_rules.py",
         "tests/tasks/test_task_injection.py",
+        # A result read back: its status, return value and errors, refresh and wait.
+        "tests/tasks/test_running_result.py",
+        "tests/tasks/test_bad_input.py",
+        "tests/tasks/test_retries.py",
+        "tests/tasks/test_async_and_timeout.py",
+        "tests/tasks/test_cancel.py",
     ],
     "django_mqlite/permissions.py": [
         "tests/multidb/test_permission_model.py",
