@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 
 import pytest
 from django.db import transaction
@@ -61,6 +62,46 @@ def test_a_subscription_change_is_never_half_seen_by_a_publish() -> None:
     assert copies == dict.fromkeys(reached, 1)
 
 
+def _publish_interleaved(
+    monkeypatch: pytest.MonkeyPatch, step: str, action: Callable[[], None]
+) -> tuple[int, list[BaseException], bool]:
+    """Publish ``"once"`` to topic ``t`` by its cached plan, running ``action`` on another
+    thread when the publish reaches ``fanout.<step>`` (it is given 0.5 s, and may wait for
+    the publish's commit instead); (queues reached, what the thread raised, whether the
+    action finished before the publish went on)."""
+    from django_mqlite.engine import fanout
+
+    errors: list[BaseException] = []
+    done = threading.Event()
+    real = getattr(fanout, step)
+    tried: list[threading.Thread] = []
+
+    def act(_: int) -> None:
+        action()
+        done.set()
+
+    def at_step(*args: object, **kwargs: object) -> str:
+        if not tried:  # the first publish only
+            tried.extend(start_threads(1, act, errors))
+            done.wait(0.5)
+        return str(real(*args, **kwargs))
+
+    monkeypatch.setattr(fanout, step, at_step)
+    reached = mq.publish("t", "once")
+    for t in tried:
+        t.join(30)
+    return reached, errors, done.is_set()
+
+
+def _planned_topic(*queues: str) -> None:
+    """Topic ``t`` with ``queues`` made and the first subscribed, its plan cached."""
+    mq.create_topic("t")
+    for q in queues:
+        mq.create_queue(q)
+    mq.subscribe("t", queues[0])
+    mq.publish("t", "plans")
+
+
 @lacks("writable_cte")
 def test_a_change_cannot_commit_between_a_planned_publishs_copies_and_its_count(
     monkeypatch: pytest.MonkeyPatch,
@@ -69,34 +110,14 @@ def test_a_change_cannot_commit_between_a_planned_publishs_copies_and_its_count(
     (SQLite, MariaDB). A subscription change tried between the two must wait for the
     publish's commit: had it committed, the count's guard would fail after the copies
     were written, and the publish, run again by the locked path, would copy twice."""
-    from django_mqlite.engine import fanout
+    _planned_topic("a", "b")
 
-    mq.create_topic("t")
-    mq.create_queue("a")
-    mq.create_queue("b")
-    mq.subscribe("t", "a")
-    mq.publish("t", "plans")  # the plan is now cached
-    errors: list[BaseException] = []
-    swapped = threading.Event()
-    real = fanout.count_sql
-    tried: list[threading.Thread] = []
-
-    def swap(_: int) -> None:
+    def swap() -> None:
         with transaction.atomic():
             mq.unsubscribe("t", "a")
             mq.subscribe("t", "b")
-        swapped.set()
 
-    def count_sql(*args: object, **kwargs: object) -> str:
-        if not tried:  # between the copies and the count of the first publish
-            tried.extend(start_threads(1, swap, errors))
-            swapped.wait(0.5)  # it may not commit now
-        return real(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(fanout, "count_sql", count_sql)
-    reached = mq.publish("t", "once")
-    for t in tried:
-        t.join(30)
+    reached, errors, _ = _publish_interleaved(monkeypatch, "count_sql", swap)
     assert not errors, errors
     copies = [m.text() for q in ("a", "b") for m in mq.peek(q, limit=10)]
     assert copies.count("once") == 1
@@ -111,31 +132,11 @@ def test_a_queue_change_waits_for_a_planned_publish_without_deadlock(
     they point at; ``update_queue`` takes the same two in the same order (the topic to
     re-plan its publishers first, then the queue), so it waits for the publish instead of
     deadlocking with it (MariaDB's 1213, which neither side retries)."""
-    from django_mqlite.engine import fanout
-
-    mq.create_topic("t")
-    mq.create_queue("a")
-    mq.subscribe("t", "a")
-    mq.publish("t", "plans")  # the plan is now cached
-    errors: list[BaseException] = []
-    changed = threading.Event()
-    real = fanout._sqlite_sql
-    tried: list[threading.Thread] = []
-
-    def change(_: int) -> None:
-        mq.update_queue("a", dedup_window=1)
-        changed.set()
-
-    def copies_sql(*args: object, **kwargs: object) -> str:
-        if not tried:  # the topic is held; the copies are not written yet
-            tried.extend(start_threads(1, change, errors))
-            changed.wait(0.5)  # it may not finish now
-        return real(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(fanout, "_sqlite_sql", copies_sql)
-    assert mq.publish("t", "once") == 1
-    for t in tried:
-        t.join(30)
+    _planned_topic("a")
+    reached, errors, _ = _publish_interleaved(
+        monkeypatch, "_sqlite_sql", lambda: mq.update_queue("a", dedup_window=1)
+    )
+    assert reached == 1
     assert not errors, errors
-    assert changed.is_set()
+    assert mq.get_queue("a").dedup_window == 1
     assert [m.text() for m in mq.peek("a", limit=10)] == ["plans", "once"]
