@@ -19,10 +19,20 @@ pytestmark = pytest.mark.django_db
 RECLAIM = "UPDATE mqlite_message SET state = CASE"
 
 
+#: MariaDB's cursor runs the return's pick of expired leases first, and its UPDATE only
+#: when the pick found some.
+PICK = "SELECT seq FROM mqlite_message"
+EXPIRED = "state = 'locked' AND locked_until <= "
+
+
 def reclaims(run: object) -> int:
+    """How many lease-return passes ``run`` made that found nothing to return."""
     with CaptureQueriesContext(connection) as ctx:
         run()  # type: ignore[operator]
-    return sum(q["sql"].startswith(RECLAIM) for q in ctx.captured_queries)
+    return sum(
+        q["sql"].startswith(RECLAIM) or (q["sql"].startswith(PICK) and EXPIRED in q["sql"])
+        for q in ctx.captured_queries
+    )
 
 
 def test_an_expired_lease_is_received_again_without_a_reaper(
@@ -92,7 +102,7 @@ def test_the_return_is_its_own_statement_before_the_claim(q: str) -> None:
     with CaptureQueriesContext(connection) as ctx:
         mq.receive(q)
     sql = [s["sql"] for s in ctx.captured_queries]
-    returned = next(i for i, s in enumerate(sql) if s.startswith(RECLAIM))
+    returned = next(i for i, s in enumerate(sql) if s.startswith(RECLAIM) or EXPIRED in s)
     claimed = next(
         i for i, s in enumerate(sql) if s.startswith("UPDATE mqlite_message SET state = 'locked'")
     )

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from django_mqlite.engine import claim, settle_sql
 from django_mqlite.engine.dialects.mariadb import LOCKS, MariaDBDialect, lock_slot
 from django_mqlite.engine.dialects.mariadb_sql import (
@@ -16,6 +18,7 @@ from django_mqlite.engine.dialects.mariadb_sql import (
     placeholders,
     shape,
     split_top,
+    takes_nothing,
 )
 
 
@@ -137,3 +140,39 @@ def test_a_statement_text_is_searched_for_subqueries_once(monkeypatch: Any) -> N
         assert cursor._next_hoist(insert) is None
         assert cursor._next_hoist(picked) == real(picked) != None  # noqa: E711
     assert calls == [insert, picked]
+
+
+def test_a_write_whose_pick_found_nothing_is_recognised() -> None:
+    """The MariaDB cursor does not send a write whose locking pick found no row (its
+    WHERE is then ``(seq IN (NULL) AND (...))``, which matches nothing); anything else
+    is sent."""
+    empty = "(seq IN (NULL) AND (queue_id = %s AND state = 'active'))"
+    assert takes_nothing(f"UPDATE mqlite_message SET state = 'locked' WHERE {empty}")
+    assert takes_nothing(f"DELETE FROM mqlite_message WHERE {empty} RETURNING seq, queue_id")
+    assert takes_nothing(
+        "UPDATE mqlite_message SET state = CASE WHEN delivery_count >= (SELECT q.x FROM "
+        f"mqlite_queue q WHERE q.id = mqlite_message.queue_id) THEN 'a' END WHERE {empty}"
+    )
+    # Another condition beside it, a pick that found rows, a read, no WHERE: sent.
+    assert not takes_nothing(f"UPDATE mqlite_message SET blocked = 0 WHERE {empty} OR seq = 1")
+    assert not takes_nothing(f"UPDATE mqlite_message SET blocked = 0 WHERE seq = 1 AND {empty}")
+    assert not takes_nothing("UPDATE mqlite_message SET x = 1 WHERE (seq IN (%s) AND (a = 1))")
+    assert not takes_nothing(f"SELECT seq FROM mqlite_message WHERE {empty}")
+    assert not takes_nothing("UPDATE mqlite_message SET x = 1")
+
+
+@pytest.mark.django_db
+def test_a_claim_of_an_empty_queue_sends_no_write() -> None:
+    """A receive on an empty queue, and a promotion with nothing due, send no write that
+    its own pick already emptied (only MariaDB's cursor builds such a statement: the
+    other databases pick and write in one statement)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    import django_mqlite as mq
+
+    mq.create_queue("empty-claim")
+    with CaptureQueriesContext(connection) as ctx:
+        assert mq.receive("empty-claim", max_messages=8) == []
+    sent = [q["sql"] for q in ctx.captured_queries]
+    assert sent and not [s for s in sent if "IN (NULL) AND" in s], sent

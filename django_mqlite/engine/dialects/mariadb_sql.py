@@ -439,6 +439,11 @@ class MariaDBEngineCursor:
             cte_params, piece = piece.params[:n], Piece(piece.sql, piece.params[n:])
         self._picked = None
         piece = self._hoist(piece, top=True)
+        if self._picked == [] and takes_nothing(piece.sql):
+            # Its locking pick found no row: the write can match none. Not sent (a claim
+            # on an empty queue, a promotion with nothing due: a round trip each).
+            self._rows, self._rowcount = [], 0
+            return
         head = piece.sql.lstrip()[:7].upper()
         if s.upsert is not None:
             self._upsert(piece, s.upsert)
@@ -641,6 +646,25 @@ _PICK = re.compile(
     r"^\s*SELECT\s+seq\s+FROM\s+mqlite_message\s+(?:FORCE\s+INDEX\s*\(\w+\)\s*)?WHERE\s",
     re.I,
 )
+
+
+#: What ``_hoist`` makes of ``seq IN (locking pick)`` when the pick found no row.
+_EMPTY_PICK = "(seq IN (NULL) AND ("
+
+
+def takes_nothing(sql: str) -> bool:
+    """Whether ``sql`` is an UPDATE or DELETE whose whole WHERE is an empty pick's
+    ``(seq IN (NULL) AND (...))``: a write that can change no row."""
+    if sql.lstrip()[:6].upper() not in ("UPDATE", "DELETE"):
+        return False
+    where = find_top(sql, "WHERE")
+    if where < 0:
+        return False
+    open_at = where + 5 + len(sql[where + 5 :]) - len(sql[where + 5 :].lstrip())
+    if not sql.startswith(_EMPTY_PICK, open_at):
+        return False
+    tail = sql[close_of(sql, open_at) + 1 :].strip()
+    return tail == "" or find_top(tail, "RETURNING") == 0
 
 
 def _pick_guard(sub: Piece) -> Piece | None:
