@@ -534,7 +534,7 @@ def record(results: dict[str, dict[str, dict[str, int]]]) -> None:
                 n
                 for n, code in codes.items()
                 if STATUS.get(code) == "survived"
-                and any(STATUS.get(o.get(n)) == "killed" for d, o in by_db.items() if d != db)
+                and any(STATUS.get(o.get(n, 33)) == "killed" for d, o in by_db.items() if d != db)
             )
             for db, codes in by_db.items()
         }
