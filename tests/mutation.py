@@ -126,6 +126,10 @@ MODULES: dict[str, list[str]] = {
         "tests/tasks/test_retries.py",
         "tests/tasks/test_async_and_timeout.py",
         "tests/tasks/test_cancel.py",
+        # Its rules one by one: an id's bounds, the importable modules, a burial's error,
+        # a history read as a result; which row an id names, each state, refresh, wait.
+        "tests/tasks/test_results_rules.py",
+        "tests/tasks/test_results_reading.py",
     ],
     "django_mqlite/permissions.py": [
         "tests/multidb/test_permission_model.py",
