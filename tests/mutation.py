@@ -286,6 +286,12 @@ ACCEPTED: dict[str, str] = {
         "other slot is set"
         for i in (96, 97)
     },
+    "django_mqlite.engine.send.x__send_once__mutmut_169": "another mark than -2 left out "
+    "of the slots given their claim's seq: a copy's slot then takes 0, and the copies are "
+    "given their original's seq after every other slot is set",
+    "django_mqlite.engine.send.x__send_once__mutmut_87": "None for single when a repeat "
+    "of a key already held is judged: a batch has repeats only with several messages, "
+    "which only send_batch sends, with single False; _claim_dedup tests it for truth",
     "django_mqlite.engine.send.x__send_once__mutmut_102": "-2 for -1 as the mark of a "
     "conflict inside the batch: a slot that inserted nothing keeps its row's seq, 0, "
     "either way",
