@@ -158,6 +158,7 @@ _S1 = "django_mqlite.engine.send_one."
 _CLAIM = "django_mqlite.engine.claim."
 _AUTH = "django_mqlite.sqs.auth."
 _SIGN = "django_mqlite.tasks.signing."
+_RES = "django_mqlite.tasks.results."
 _SAFE = (
     "another safe set for quote(): the letters X are never encoded, '~' never is "
     "(Python 3.7+) and '/' is the default"
@@ -325,6 +326,32 @@ ACCEPTED: dict[str, str] = {
         "parallel to the items before anything runs"
         for i in (9, 12, 13)
     },
+    **{
+        _RES + f"x_parse_id__mutmut_{i}": "the count of a split() whose first part is "
+        "taken: every count gives the same first part"
+        for i in (8, 11)
+    },
+    **{
+        _RES + f"x_load_result__mutmut_{i}": "the default of a body without 'task': "
+        "resolve_task refuses None (not a string) and '' and 'XXXX' (no module part to "
+        "import) alike"
+        for i in (17, 19, 22)
+    },
+    **{
+        _RES + f"x_load_result__mutmut_{i}": "the key of a running attempt's error, None: "
+        "build_result reads it with get(), None either way"
+        for i in (84, 85)
+    },
+    _RES + "x_build_result__mutmut_36": "len(starts) >= 1 for > 1: with one start, its "
+    "max is its min, the first attempt's",
+    **{
+        _RES + f"xǁMQLiteTaskResultǁ__post_init____mutmut_{i}": "the slot of the return "
+        "value set to None whatever hasattr says: when __post_init__ runs it is unset or "
+        "holds its default, None"
+        for i in (2, 6, 7)
+    },
+    _RES + "xǁMQLiteTaskResultǁarefresh__mutmut_4": "thread_sensitive=True left out: it "
+    "is sync_to_async's default",
     **{_CLAIM + f"x__claim_statement__mutmut_{i}": _CACHE for i in (6, 7, 50)},
     **{_CLAIM + f"x__promote_statement__mutmut_{i}": _CACHE for i in (1, 2, 14)},
     **{

@@ -48,6 +48,9 @@ def test_an_id_names_a_task_message_of_the_backend_s_queues(backend: Any) -> Non
     assert load_result(backend, str(plain)) is None
     assert load_result(backend, f"{result.id}@nowhere") is None  # no such database
     assert load_result(backend, f"{result.id}@default") is not None
+    # The alias is all that follows the first "@": none of these names a database.
+    assert load_result(backend, f"{result.id}@default@x") is None
+    assert load_result(backend, f"{result.id}@x@default") is None
     assert load_result(backend, "x") is None
 
 
@@ -100,6 +103,8 @@ def test_a_body_without_backend_arguments_or_keywords_reads_with_defaults() -> N
         with_backend = load_result(other, named.id)
         assert with_backend is not None and with_backend.task.backend == "default"
         assert with_backend.args == [3, 4]
+        keywords = load_result(other, tasks.add.enqueue(a=5, b=6).id)
+        assert keywords is not None and keywords.kwargs == {"a": 5, "b": 6}
 
 
 @pytest.mark.parametrize(
@@ -126,6 +131,7 @@ def test_each_state_reads_as_its_status(backend: Any, state: str, status: Any) -
         progress={"step": 2},
     )
     read = tasks.add.get_result(result.id)
+    assert read.id == result.id
     assert read.status == status
     assert read.progress == {"step": 2}
     assert read.enqueued_at == result.enqueued_at
@@ -241,11 +247,18 @@ def test_wait_waits_on_the_queue_s_database(settings: Any, monkeypatch: Any) -> 
     settings.MQLITE = {**settings.MQLITE, "QUEUES": {"tasks-other": {"database": SECOND}}}
     call_command("migrate", database=SECOND, verbosity=0)
     result = tasks.returns_set.enqueue()
-    waits = _Waits(None)
+    seq = int(result.id.partition("@")[0])
+    waits = _Waits(None, None, "removed")
     monkeypatch.setattr(waiting, "wait", waits)
     with pytest.raises(TimeoutError):
         result.wait(1)
-    assert waits.calls == [("tasks-other", int(result.id.partition("@")[0]), 1, SECOND)]
+    with pytest.raises(TimeoutError):  # woken, and still not finished
+        result.wait()
+    assert waits.calls == [
+        ("tasks-other", seq, 1, SECOND),
+        ("tasks-other", seq, results.WAIT_CHUNK_S, SECOND),
+        ("tasks-other", seq, results.WAIT_CHUNK_S, SECOND),
+    ]
 
 
 def test_wait_for_a_result_whose_row_is_gone_reads_it_once(monkeypatch: Any) -> None:

@@ -109,6 +109,7 @@ def test_a_burial_its_last_attempt_explains_adds_no_error() -> None:
             "Rejected: bad input\nTraceback: boom",
         ),
         (_buried("Lost", None, "boom"), "Lost\nboom"),
+        (_buried("Rejected", "over the limit: MAX"), "Rejected: over the limit: MAX"),
         (_buried(None), ""),
         (_buried(None, "why"), ": why"),
     ],
