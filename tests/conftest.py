@@ -84,6 +84,19 @@ def make_queue(db: Any) -> Callable[..., mq.Queue]:
 
 
 @pytest.fixture
+def untraced(settings: Any) -> None:
+    """Sends, claims and settlements as they run without a tracer. The test settings
+    leave ``MQLITE["TRACING"]`` at its default, which turns tracing on wherever
+    OpenTelemetry is installed (the dev environment): every send then runs through the
+    tracer's hook, and the untraced path, the one of every project without the
+    ``[otel]`` extra, would go untested. A test that wants a tracer installs one."""
+    from django_mqlite.engine import tracing
+
+    settings.MQLITE = {**settings.MQLITE, "TRACING": False}
+    assert tracing.hook is None
+
+
+@pytest.fixture
 def q(make_queue: Callable[..., mq.Queue]) -> str:
     return make_queue("work").name
 

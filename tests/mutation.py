@@ -77,6 +77,10 @@ MODULES: dict[str, list[str]] = {
         E + "test_send_statements.py",
         E + "test_idempotency.py",
         E + "test_ordering.py",
+        # What only a second database, a failing batch or a second writer shows: each
+        # statement on the queue's database and in its transaction, the signal, the line
+        # lock, a batch that replaces or debounces.
+        E + "test_send_rules.py",
     ],
     "django_mqlite/engine/send_one.py": [
         E + "test_send.py",
@@ -126,6 +130,10 @@ MODULES: dict[str, list[str]] = {
         "tests/tasks/test_retries.py",
         "tests/tasks/test_async_and_timeout.py",
         "tests/tasks/test_cancel.py",
+        # Its rules one by one: an id's bounds, the importable modules, a burial's error,
+        # a history read as a result; which row an id names, each state, refresh, wait.
+        "tests/tasks/test_results_rules.py",
+        "tests/tasks/test_results_reading.py",
     ],
     "django_mqlite/permissions.py": [
         "tests/multidb/test_permission_model.py",
@@ -150,6 +158,7 @@ _S1 = "django_mqlite.engine.send_one."
 _CLAIM = "django_mqlite.engine.claim."
 _AUTH = "django_mqlite.sqs.auth."
 _SIGN = "django_mqlite.tasks.signing."
+_RES = "django_mqlite.tasks.results."
 _SAFE = (
     "another safe set for quote(): the letters X are never encoded, '~' never is "
     "(Python 3.7+) and '/' is the default"
@@ -278,6 +287,12 @@ ACCEPTED: dict[str, str] = {
         "other slot is set"
         for i in (96, 97)
     },
+    "django_mqlite.engine.send.x__send_once__mutmut_169": "another mark than -2 left out "
+    "of the slots given their claim's seq: a copy's slot then takes 0, and the copies are "
+    "given their original's seq after every other slot is set",
+    "django_mqlite.engine.send.x__send_once__mutmut_87": "None for single when a repeat "
+    "of a key already held is judged: a batch has repeats only with several messages, "
+    "which only send_batch sends, with single False; _claim_dedup tests it for truth",
     "django_mqlite.engine.send.x__send_once__mutmut_102": "-2 for -1 as the mark of a "
     "conflict inside the batch: a slot that inserted nothing keeps its row's seq, 0, "
     "either way",
@@ -311,6 +326,32 @@ ACCEPTED: dict[str, str] = {
         "parallel to the items before anything runs"
         for i in (9, 12, 13)
     },
+    **{
+        _RES + f"x_parse_id__mutmut_{i}": "the count of a split() whose first part is "
+        "taken: every count gives the same first part"
+        for i in (8, 11)
+    },
+    **{
+        _RES + f"x_load_result__mutmut_{i}": "the default of a body without 'task': "
+        "resolve_task refuses None (not a string) and '' and 'XXXX' (no module part to "
+        "import) alike"
+        for i in (17, 19, 22)
+    },
+    **{
+        _RES + f"x_load_result__mutmut_{i}": "the key of a running attempt's error, None: "
+        "build_result reads it with get(), None either way"
+        for i in (84, 85)
+    },
+    _RES + "x_build_result__mutmut_36": "len(starts) >= 1 for > 1: with one start, its "
+    "max is its min, the first attempt's",
+    **{
+        _RES + f"xǁMQLiteTaskResultǁ__post_init____mutmut_{i}": "the slot of the return "
+        "value set to None whatever hasattr says: when __post_init__ runs it is unset or "
+        "holds its default, None"
+        for i in (2, 6, 7)
+    },
+    _RES + "xǁMQLiteTaskResultǁarefresh__mutmut_4": "thread_sensitive=True left out: it "
+    "is sync_to_async's default",
     **{_CLAIM + f"x__claim_statement__mutmut_{i}": _CACHE for i in (6, 7, 50)},
     **{_CLAIM + f"x__promote_statement__mutmut_{i}": _CACHE for i in (1, 2, 14)},
     **{
@@ -534,7 +575,7 @@ def record(results: dict[str, dict[str, dict[str, int]]]) -> None:
                 n
                 for n, code in codes.items()
                 if STATUS.get(code) == "survived"
-                and any(STATUS.get(o.get(n)) == "killed" for d, o in by_db.items() if d != db)
+                and any(STATUS.get(o.get(n, 33)) == "killed" for d, o in by_db.items() if d != db)
             )
             for db, codes in by_db.items()
         }

@@ -13,7 +13,8 @@ import django_mqlite as mq
 from tests.settings import SECOND
 from tests.support.features import has
 
-pytestmark = pytest.mark.django_db
+# Untraced: the tests below that want a tracer install their own (``Tracer``).
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("untraced")]
 
 
 def count_rows() -> int:

@@ -112,6 +112,24 @@ def test_listeners_hear_one_notify_per_committed_transaction() -> None:
     assert got == ["one"]
 
 
+@requires("listen_notify")
+@pytest.mark.skipif(
+    "os.environ.get('MQLITE_TEST_DB') == 'pgbouncer'",
+    reason="LISTEN needs a session; through a transaction-pooling PgBouncer it hears nothing "
+    "(tests/worker/test_listen.py covers that path)",
+)
+def test_the_general_path_notifies_at_commit_too() -> None:
+    import psycopg
+
+    mq.create_queue("one")
+    with psycopg.connect(**connection.get_connection_params(), autocommit=True) as listener:
+        listener.execute("LISTEN mqlite")
+        mq.send("one", "keyed", message_id="m")  # each in a transaction of its own
+        mq.send_batch("one", [mq.OutMessage("a"), mq.OutMessage("b", group_id="g")])
+        got = [n.payload for n in listener.notifies(timeout=1.0, stop_after=2)]
+    assert got == ["one", "one"]
+
+
 def test_tasks_enqueue_is_one_statement() -> None:
     from tests.workerproject.recorder import tasks
 
