@@ -319,7 +319,18 @@ ACCEPTED: dict[str, str] = {
     **{
         f"django_mqlite.engine.settle.x_{fn}__mutmut_{i}": "the source queue handed to "
         "the burial: without it the burial reads the same queue row back (one query more)"
-        for fn, i in (("snooze_many", 79), ("abandon_many", 73), ("reject_many", 55))
+        for fn, i in (
+            ("snooze_many", 79),
+            ("abandon_many", 73),
+            ("reject_many", 55),
+            ("_with_burials", 6),
+            ("_with_burials", 11),
+        )
+    },
+    **{
+        f"django_mqlite.engine.settle.x__settle__mutmut_{i}": "the start of a span when no "
+        "tracer watches: it is only ever handed to a tracer"
+        for i in (6, 8)
     },
     "django_mqlite.engine.settle.x__gone__mutmut_15": "or for and before the receipts "
     "are asked: with no verb (a renewal) they hold no receipt of a NULL verb, and with "

@@ -68,8 +68,9 @@ def test_a_lapsed_settlement_of_a_message_another_claim_settled_is_stale(
     clock.advance(5)
     (second,) = mq.receive(q)
     settle.complete(q, second.seq, second.lock_token or "")
-    with pytest.raises(mq.LockLostError):
+    with pytest.raises(mq.LockLostError) as e:
         settle.complete(q, first.seq, first.lock_token or "", lapsed=True)
+    assert e.type is mq.LockLostError  # not its subclass MessageGoneError
 
 
 def test_only_a_caller_that_asks_settles_a_lapsed_lease(
@@ -80,10 +81,21 @@ def test_only_a_caller_that_asks_settles_a_lapsed_lease(
     clock.advance(5)  # at the deadline: expired, and no claim since
     item = AbandonItem(m.seq, m.lock_token or "")
     assert settle.abandon_many(q, [item])[0].outcome is Outcome.STALE
+    assert settle.complete_many(q, [(m.seq, m.lock_token or "")])[0].outcome is Outcome.STALE
     with pytest.raises(mq.LockLostError):
         settle.renew_lease(q, m.seq, m.lock_token or "")
     assert settle.renew_lease(q, m.seq, m.lock_token or "", lapsed=True).ok
     assert settle.abandon_many(q, [item], lapsed=True)[0].outcome is Outcome.RETRIED
+
+
+def test_complete_many_answers_each_seq_and_checks_its_completions(q: str) -> None:
+    mq.send(q, b"x")
+    (m,) = mq.receive(q)
+    with pytest.raises(mq.InvalidArgumentError) as e:
+        settle.complete_many(q, [(m.seq, m.lock_token or "")], completions=[])
+    assert str(e.value) == "completions must be parallel to items"
+    [got] = settle.complete_many(q, [(m.seq, m.lock_token or "")])
+    assert (got.seq, got.outcome) == (m.seq, Outcome.COMPLETED)
 
 
 # -- abandon --------------------------------------------------------------------------
@@ -103,7 +115,7 @@ def test_an_abandon_on_its_last_delivery_frees_its_line(make_queue: Any) -> None
     mq.send("g", "a1", group_id="A")
     (m,) = mq.receive("g")
     [got] = settle.abandon_many("g", [AbandonItem(m.seq, m.lock_token or "")])
-    assert got.outcome is Outcome.DEAD_LETTERED
+    assert (got.seq, got.outcome) == (m.seq, Outcome.DEAD_LETTERED)
     assert [n.text() for n in mq.receive("g")] == ["a1"]
 
 
