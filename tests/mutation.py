@@ -327,6 +327,11 @@ ACCEPTED: dict[str, str] = {
             ("_with_burials", 11),
         )
     },
+    "django_mqlite.engine.settle.x_renew_many__mutmut_49": "an unqualified column name "
+    "in capitals: column names are case-insensitive on every database",
+    "django_mqlite.engine.settle.x_renew_many__mutmut_54": "the lapsed form of the SET "
+    "on the rows the live fence matched: they are locked already, with a deadline, so "
+    "COALESCE takes GREATEST's value",
     **{
         f"django_mqlite.engine.settle.x__settle__mutmut_{i}": "the start of a span when no "
         "tracer watches: it is only ever handed to a tracer"
