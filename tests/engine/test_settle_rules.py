@@ -17,6 +17,8 @@ from django.db import connection
 import django_mqlite as mq
 from django_mqlite.engine import settle, tracing
 from django_mqlite.engine.running import Notes
+from django_mqlite.engine.settle_items import AbandonItem
+from django_mqlite.engine.types import Outcome
 
 pytestmark = pytest.mark.django_db
 
@@ -54,6 +56,67 @@ def test_a_lapsed_single_call_of_a_message_gone_says_so(q: str, verb: str) -> No
     with pytest.raises(mq.MessageGoneError) as e:
         call(q, m.seq, STALE, lapsed=True)
     assert str(e.value) == f"message {m.seq} is no longer on {q!r}"
+
+
+def test_a_lapsed_settlement_of_a_message_another_claim_settled_is_stale(
+    q: str, clock: mq.clock.FrozenClock
+) -> None:
+    """Gone means no settlement of this verb is on record by any token: a message the
+    next claim completed is not gone to the handle whose lease lapsed before it."""
+    mq.send(q, b"x")
+    (first,) = mq.receive(q, lock_duration=5)
+    clock.advance(5)
+    (second,) = mq.receive(q)
+    settle.complete(q, second.seq, second.lock_token or "")
+    with pytest.raises(mq.LockLostError) as e:
+        settle.complete(q, first.seq, first.lock_token or "", lapsed=True)
+    assert e.type is mq.LockLostError  # not its subclass MessageGoneError
+
+
+def test_only_a_caller_that_asks_settles_a_lapsed_lease(
+    q: str, clock: mq.clock.FrozenClock
+) -> None:
+    mq.send(q, b"x")
+    (m,) = mq.receive(q, lock_duration=5)
+    clock.advance(5)  # at the deadline: expired, and no claim since
+    item = AbandonItem(m.seq, m.lock_token or "")
+    assert settle.abandon_many(q, [item])[0].outcome is Outcome.STALE
+    assert settle.complete_many(q, [(m.seq, m.lock_token or "")])[0].outcome is Outcome.STALE
+    with pytest.raises(mq.LockLostError):
+        settle.renew_lease(q, m.seq, m.lock_token or "")
+    assert settle.renew_lease(q, m.seq, m.lock_token or "", lapsed=True).ok
+    assert settle.abandon_many(q, [item], lapsed=True)[0].outcome is Outcome.RETRIED
+
+
+def test_complete_many_answers_each_seq_and_checks_its_completions(q: str) -> None:
+    mq.send(q, b"x")
+    (m,) = mq.receive(q)
+    with pytest.raises(mq.InvalidArgumentError) as e:
+        settle.complete_many(q, [(m.seq, m.lock_token or "")], completions=[])
+    assert str(e.value) == "completions must be parallel to items"
+    [got] = settle.complete_many(q, [(m.seq, m.lock_token or "")])
+    assert (got.seq, got.outcome) == (m.seq, Outcome.COMPLETED)
+
+
+# -- abandon --------------------------------------------------------------------------
+
+
+def test_abandon_appends_its_attempt(q: str) -> None:
+    mq.send(q, b"x")
+    (m,) = mq.receive(q)
+    attempt = {"worker": "7", "started_at": 5, "error": {"class": "E", "traceback": "t"}}
+    settle.abandon(q, m.seq, m.lock_token or "", error="boom", attempt=attempt)
+    assert stored(m.seq)[1] == [attempt]
+
+
+def test_an_abandon_on_its_last_delivery_frees_its_line(make_queue: Any) -> None:
+    make_queue("g", ordering="group_fifo", max_delivery_count=1)
+    mq.send("g", "a0", group_id="A")
+    mq.send("g", "a1", group_id="A")
+    (m,) = mq.receive("g")
+    [got] = settle.abandon_many("g", [AbandonItem(m.seq, m.lock_token or "")])
+    assert (got.seq, got.outcome) == (m.seq, Outcome.DEAD_LETTERED)
+    assert [n.text() for n in mq.receive("g")] == ["a1"]
 
 
 # -- complete_with_result -----------------------------------------------------------
