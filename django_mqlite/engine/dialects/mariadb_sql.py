@@ -660,7 +660,7 @@ def takes_nothing(sql: str) -> bool:
     where = find_top(sql, "WHERE")
     if where < 0:
         return False
-    open_at = where + 5 + len(sql[where + 5 :]) - len(sql[where + 5 :].lstrip())
+    open_at = len(sql) - len(sql[where + 5 :].lstrip())  # the WHERE clause's first character
     if not sql.startswith(_EMPTY_PICK, open_at):
         return False
     tail = sql[close_of(sql, open_at) + 1 :].strip()
