@@ -53,14 +53,18 @@ _prepared: weakref.WeakKeyDictionary[Any, dict[str, OrderedDict[str, None]]] = (
     weakref.WeakKeyDictionary()
 )
 PER_LABEL = 16
-# Per statement text: its name and its PREPARE body (bounded the same way, for the process).
-_names: OrderedDict[str, tuple[str, str, int]] = OrderedDict()
+# Per statement text: its name, its PREPARE body, its parameter count and its EXECUTE
+# text (bounded the same way, for the process).
+_names: OrderedDict[str, tuple[str, str, int, str]] = OrderedDict()
 _NAMES_MAX = 1024
 
 
 def enabled(alias: str) -> bool:
     """Whether statements on ``alias`` are prepared (PostgreSQL, direct connections)."""
-    db = connections[alias]
+    return _enabled(connections[alias], alias)
+
+
+def _enabled(db: Any, alias: str) -> bool:
     if not dialect_for(alias).supports_prepare:
         return False
     setting = current().prepared_statements
@@ -69,9 +73,10 @@ def enabled(alias: str) -> bool:
     return not db.settings_dict.get("DISABLE_SERVER_SIDE_CURSORS", False)
 
 
-def _compile(label: str, sql: str) -> tuple[str, str, int]:
+def _compile(label: str, sql: str) -> tuple[str, str, int, str]:
     """The statement's name (label + a hash of its text, so two versions or variants
-    never share one), its text with ``$n`` placeholders, and its parameter count."""
+    never share one), its text with ``$n`` placeholders, its parameter count and the
+    ``EXECUTE`` that runs it (``%s`` placeholders)."""
     got = _names.get(sql)
     if got is None:
         count = 0
@@ -83,7 +88,9 @@ def _compile(label: str, sql: str) -> tuple[str, str, int]:
 
         body = _FORMAT.sub(number, sql).replace("%%", "%")
         digest = hashlib.sha1(sql.encode(), usedforsecurity=False).hexdigest()[:12]
-        got = _names[sql] = (f"mqlite_{label}_{digest}", body, count)
+        name = f"mqlite_{label}_{digest}"
+        call = f"EXECUTE {name}({', '.join(['%s'] * count)})"
+        got = _names[sql] = (name, body, count, call)
         if len(_names) > _NAMES_MAX:
             _names.popitem(last=False)
     return got
@@ -92,13 +99,13 @@ def _compile(label: str, sql: str) -> tuple[str, str, int]:
 def execute(cursor: CursorWrapper, alias: str, label: str, sql: str, params: Sequence[Any]) -> None:
     """Run ``sql`` (``%s`` placeholders) with ``params`` on ``cursor``: as ``EXECUTE``
     of a statement prepared on this session when ``enabled(alias)``, else as it is."""
-    if not enabled(alias):
+    db = connections[alias]
+    if not _enabled(db, alias):
         cursor.execute(sql, params)
         return
-    name, body, count = _compile(label, sql)
+    name, body, count, call = _compile(label, sql)
     if len(params) != count:
         raise ValueError(f"{name}: {count} placeholders, {len(params)} parameters")
-    db = connections[alias]
     db.ensure_connection()
     session = db.connection
     labels = _prepared.get(session)
@@ -115,4 +122,4 @@ def execute(cursor: CursorWrapper, alias: str, label: str, sql: str, params: Seq
         if len(names) > PER_LABEL:
             old, _ = names.popitem(last=False)
             cursor.execute(f"DEALLOCATE {old}")
-    cursor.execute(f"EXECUTE {name}({', '.join(['%s'] * count)})", params)
+    cursor.execute(call, params)

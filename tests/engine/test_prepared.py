@@ -129,8 +129,9 @@ def test_off_behind_a_transaction_pooler(fresh_session: None) -> None:
 
 
 def test_placeholders_are_numbered_and_counted() -> None:
-    name, body, count = prepared._compile("t", "SELECT %s, '100%%', %s")
+    name, body, count, call = prepared._compile("t", "SELECT %s, '100%%', %s")
     assert (body, count) == ("SELECT $1, '100%', $2", 2)
+    assert call == f"EXECUTE {name}(%s, %s)"
     assert (
         name.startswith("mqlite_t_") and name == prepared._compile("t", "SELECT %s, '100%%', %s")[0]
     )
