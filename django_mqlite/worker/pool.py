@@ -270,9 +270,15 @@ class Pool:
                 "%s #%s: could not release: %s", msg.queue, msg.seq, exc, extra=log_fields(msg)
             )
         finally:
-            with self.lock:
-                self._handing_over -= 1
-            self.wake()
+            self._handed_over()
+
+    def _handed_over(self) -> None:
+        """A delivery counted as being handed over (``_handing_over``, counted with the
+        change that took it out of ``running``) has been written: count it no more, and
+        wake the main loop, which may be waiting for the pool to empty."""
+        with self.lock:
+            self._handing_over -= 1
+        self.wake()
 
     def _thread_died(self, d: Delivery | None, exc: BaseException) -> None:
         """Whatever killed this thread (a bug, ``SystemExit`` from the settle path), its
@@ -298,8 +304,7 @@ class Pool:
                     "could not fail %s #%s", d.msg.queue, d.msg.seq, extra=log_fields(d.msg)
                 )
             finally:
-                with self.lock:
-                    self._handing_over -= 1
+                self._handed_over()
         if replace:
             self._spawn()
         self.wake()
@@ -345,9 +350,7 @@ class Pool:
             tracing.finish(msg, "settle_failed")
             logger.exception("settling %s #%s failed", msg.queue, msg.seq, extra=log_fields(msg))
         finally:
-            with self.lock:
-                self._handing_over -= 1
-            self.wake()
+            self._handed_over()
 
     def _fail_later(self, d: Delivery, failure: BaseException, tb: str) -> None:
         """Queue a failed attempt for the main loop's next batch of abandons."""
