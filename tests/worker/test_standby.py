@@ -66,7 +66,6 @@ def test_a_standby_worker_claims_when_told_not_on_every_wake_up() -> None:
 
 def test_the_first_process_tells_the_standby_of_a_backlog() -> None:
     mq.create_queue("first")
-    mq.send_batch("first", [mq.OutMessage(i) for i in range(200)])
     done: list[int] = []
     registry = Registry()
     registry.register("first", lambda msg: done.append(int(msg.body)))
@@ -74,6 +73,11 @@ def test_the_first_process_tells_the_standby_of_a_backlog() -> None:
     os.set_blocking(siblings._r, False)
     worker = Worker(["first"], install_signals=False, registry=registry, siblings=siblings)
     with Running(worker):
+        # The backlog arrives once wake-ups work: until its listener or commit watcher
+        # is up, a worker polls, and a poll's claims tell nobody (a loaded machine
+        # drained the whole backlog that way before the watcher started).
+        wait_for(worker._woken, timeout=10, what="its wake-ups")
+        mq.send_batch("first", [mq.OutMessage(i) for i in range(200)])
         wait_for(lambda: len(done) == 200, timeout=30, what="the backlog")
     told = os.read(siblings._r, 64)
     assert told and set(told) == {ord("!")}
