@@ -68,7 +68,7 @@ def cursor_for(alias: str) -> CursorWrapper:
     """A cursor for the engine's statements on database ``alias``."""
     db = connections[alias]
     vendor = db.vendor
-    if vendor not in _DIRECT or db.queries_logged or db.execute_wrappers:
+    if vendor not in _DIRECT or db.queries_logged or db.execute_wrappers or _execute_replaced():
         return dialect_for(alias).engine_cursor(db.cursor())
     if vendor == "postgresql":
         db.close_if_health_check_failed()  # as Django's cursor() does first
@@ -85,3 +85,22 @@ def cursor_for(alias: str) -> CursorWrapper:
 
 #: The vendors whose engine statements run on the driver's cursor directly.
 _DIRECT = frozenset({"sqlite", "postgresql"})
+#: ``CursorWrapper.execute`` as last looked at, and whether it was replaced.
+_looked_at: tuple[Any, bool] = (None, False)
+
+
+def _execute_replaced() -> bool:
+    """Whether ``CursorWrapper.execute`` is not Django's own: a tracer patched the class
+    to see every query (Sentry's Django integration, APM agents), directly, with
+    ``functools.wraps`` or with ``wrapt`` (both leave ``__wrapped__``)."""
+    global _looked_at
+    execute = CursorWrapper.__dict__.get("execute")
+    seen, replaced = _looked_at
+    if execute is not seen:
+        replaced = (
+            getattr(execute, "__module__", None) != "django.db.backends.utils"
+            or getattr(execute, "__qualname__", None) != "CursorWrapper.execute"
+            or hasattr(execute, "__wrapped__")
+        )
+        _looked_at = (execute, replaced)
+    return replaced

@@ -6,10 +6,12 @@ nothing the engine runs is hidden from ``CaptureQueriesContext`` or an execute w
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import pytest
 from django.db import DatabaseError, IntegrityError, connection, transaction
+from django.db.backends.utils import CursorWrapper
 from django.db.transaction import TransactionManagementError
 from django.test.utils import CaptureQueriesContext
 
@@ -81,3 +83,27 @@ def test_recorded_and_wrapped_statements_go_through_djangos_cursor() -> None:
         mq.send("c", {"n": 2})
     assert any(a_send(s) for s in seen)
     assert [m.json() for m in mq.peek("c")] == [{"n": 1}, {"n": 2}]
+
+
+@pytest.mark.parametrize("how", ["plain", "functools.wraps"])
+def test_a_tracer_that_replaced_cursorwrapper_execute_sees_the_engines_statements(
+    monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """Sentry's Django integration (and other tracers) replace ``CursorWrapper.execute``
+    on the class to see every query; the engine then runs on Django's cursor."""
+    mq.create_queue("c")
+    real = CursorWrapper.execute
+    seen: list[str] = []
+
+    def execute(self: CursorWrapper, sql: Any, params: Any = None) -> Any:
+        seen.append(str(sql))
+        return real(self, sql, params)
+
+    patched = functools.wraps(real)(execute) if how == "functools.wraps" else execute
+    monkeypatch.setattr(CursorWrapper, "execute", patched)
+    assert type(cursor_for("default")) not in DIRECT.values()
+    mq.send("c", {"n": 1})
+    assert any(a_send(s) for s in seen)
+    monkeypatch.undo()
+    if connection.vendor in DIRECT:  # Django's own again: the direct cursor again
+        assert type(cursor_for("default")) is DIRECT[connection.vendor]
