@@ -173,6 +173,9 @@ def test_every_callback_step_and_dependent_exactly_once(tmp_path: Path, long_run
         limit_s = 120 + n * 0.3
         wait_until(finished, limit_s, every=0.5, what="every batch, chain and dependent")
         for proc in fleet.alive():
+            # One that kill_the_hanging started may still be loading (with no handler for
+            # SIGTERM yet, it would die of it): seen on a loaded machine, its log empty.
+            fleet.wait_started(proc)
             assert fleet.terminate(proc) == 0, fleet.output(proc)
     finally:
         fleet.cleanup()
