@@ -361,6 +361,8 @@ ACCEPTED: dict[str, str] = {
             ("_with_burials", 11),
         )
     },
+    "django_mqlite.engine.settle.x_complete_many__mutmut_30": "None for the dialect handed "
+    "to complete_plain, which never reads it (one statement text on every database)",
     "django_mqlite.engine.settle.x_renew_many__mutmut_49": "an unqualified column name "
     "in capitals: column names are case-insensitive on every database",
     "django_mqlite.engine.settle.x_renew_many__mutmut_54": "the lapsed form of the SET "
