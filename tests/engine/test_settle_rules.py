@@ -285,14 +285,22 @@ def test_a_stale_snooze_past_the_expiry_is_lock_lost(q: str) -> None:
 # -- renewals that carry notes --------------------------------------------------------
 
 
-def test_a_renewal_writes_each_items_notes_and_none_where_it_has_none(q: str) -> None:
+def test_a_renewal_writes_each_items_notes_and_none_where_it_has_none(
+    q: str, clock: mq.clock.FrozenClock
+) -> None:
     mq.send_batch(q, [mq.OutMessage(i) for i in range(3)])
-    ms = mq.receive(q, max_messages=3)
+    ms = mq.receive(q, max_messages=3, lock_duration=10)
     notes = [Notes(progress='{"p": 1}'), None, Notes(checkpoint='"c"')]
-    got = settle.renew_many(q, [(m.seq, m.lock_token or "") for m in ms], notes=notes)
-    assert [r.outcome.value for r in got] == ["renewed"] * 3
-    seen = {p.seq: (p.progress, p.checkpoint) for p in mq.peek(q)}
-    assert [seen[m.seq] for m in ms] == [({"p": 1}, None), (None, None), (None, "c")]
+    pairs = [(m.seq, m.lock_token or "") for m in ms]
+    got = settle.renew_many(q, pairs, notes=notes, lock_duration=100)
+    until = clock.now() + dt.timedelta(seconds=100)  # extended like any renewal
+    assert [(r.outcome.value, r.locked_until) for r in got] == [("renewed", until)] * 3
+    seen = {p.seq: (p.progress, p.checkpoint, p.locked_until) for p in mq.peek(q)}
+    assert [seen[m.seq] for m in ms] == [
+        ({"p": 1}, None, until),
+        (None, None, until),
+        (None, "c", until),
+    ]
 
 
 @pytest.mark.parametrize(
