@@ -645,7 +645,7 @@ def summarise(module: str, by_db: dict[str, dict[str, int]]) -> list[str]:
             continue
         diff = show(module, db, n)
         if sql_case_only(diff):
-            equivalent[n] = "only the letter case of SQL keywords"
+            equivalent[n] = "only the letter case of SQL keywords or column names"
         elif name_case_only(diff):
             equivalent[n] = "only the letter case of a codec or digest name"
         elif index_case_only(diff):
