@@ -65,6 +65,27 @@ def test_only_a_change_of_case_inside_sql_is_equivalent_by_rule() -> None:
     assert sql_case_only(_diff(tail, tail.lower()))  # a statement's continuation line
 
 
+def test_a_table_alias_qualified_name_or_placeholder_in_capitals_is_not_by_rule() -> None:
+    # MariaDB's table names and aliases are case-sensitive (lower_case_table_names=0 on
+    # Linux), and %S is no placeholder: only keywords, functions, types and unqualified
+    # column names may change their letter case by rule.
+    line = '"SELECT v.attempt, body FROM mqlite_message m JOIN t AS v WHERE seq = 1"'
+    assert sql_case_only(_diff(line, line.replace("body", "BODY").replace("seq", "SEQ")))
+    assert sql_case_only(_diff(line, line.replace("SELECT", "select").replace("AS", "as")))
+    for name in ("v.attempt", "mqlite_message", "m JOIN", "t AS", "AS v"):
+        assert not sql_case_only(_diff(line, line.replace(name, name.upper()))), name
+    update = '"UPDATE mqlite_message SET attempts = mqlite_message.attempts + %s"'
+    assert not sql_case_only(_diff(update, update.replace(".attempts", ".ATTEMPTS")))
+    assert not sql_case_only(_diff(update, update.replace("%s", "%S")))
+    assert sql_case_only(_diff(update, update.replace("SET attempts", "SET ATTEMPTS")))
+    counted = '"SELECT seq, row_number() OVER (ORDER BY seq) AS n FROM q"'
+    assert sql_case_only(_diff(counted, counted.replace("row_number", "ROW_NUMBER")))
+    assert not sql_case_only(_diff(counted, counted.replace("FROM q", "FROM Q")))
+    # An alias used only as a qualifier on this line.
+    tail = '"WHERE q.id = x AND q.paused = 0"'
+    assert not sql_case_only(_diff(tail, tail.replace("q.", "Q.")))
+
+
 def test_only_a_change_of_case_of_a_codec_or_digest_name_is_equivalent_by_rule() -> None:
     line = 'return hmac.new(key, msg.encode("utf-8"), hashlib.sha256).digest()'
     assert name_case_only(_diff(line, line.replace("utf-8", "UTF-8")))

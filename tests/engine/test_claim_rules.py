@@ -335,3 +335,16 @@ def test_receive_deferred_spends_the_rate_limit(make_queue: Any, clock: Any) -> 
     assert mq.receive(q) == []  # and the deferred fetch the next
     clock.advance(1)
     assert len(mq.receive(q)) == 1
+
+
+def test_receive_deferred_refills_the_bucket_to_its_capacity_before_it_spends(
+    make_queue: Any, clock: Any
+) -> None:
+    q = make_queue("slow", rate_limit=1).name
+    mq.send(q, b"a")
+    (m,) = mq.receive(q)
+    m.defer()
+    clock.advance(10)  # ten tokens earned, one kept: the capacity
+    assert [r.seq for r in mq.receive_deferred(q, [m.seq])] == [m.seq]
+    mq.send(q, b"later")
+    assert mq.receive(q) == []  # the fetch spent the one; the rest of the idle is gone

@@ -15,10 +15,12 @@ import pytest
 from django.db import connection
 
 import django_mqlite as mq
-from django_mqlite.engine import settle, tracing
+from django_mqlite.engine import finished, receipts, settle, tracing
+from django_mqlite.engine.clock import now_ms
 from django_mqlite.engine.running import Notes
 from django_mqlite.engine.settle_items import AbandonItem
-from django_mqlite.engine.types import Outcome
+from django_mqlite.engine.types import Completion, Outcome
+from django_mqlite.models import Worker
 
 pytestmark = pytest.mark.django_db
 
@@ -96,6 +98,90 @@ def test_complete_many_answers_each_seq_and_checks_its_completions(q: str) -> No
     assert str(e.value) == "completions must be parallel to items"
     [got] = settle.complete_many(q, [(m.seq, m.lock_token or "")])
     assert (got.seq, got.outcome) == (m.seq, Outcome.COMPLETED)
+
+
+def test_a_finished_settlement_wakes_its_queues_waiters_at_commit(
+    q: str, monkeypatch: pytest.MonkeyPatch, django_capture_on_commit_callbacks: Any
+) -> None:
+    woken: list[str] = []
+    monkeypatch.setattr(finished, "wake_here", woken.append)
+    mq.send(q, b"x")
+    (m,) = mq.receive(q)
+    with django_capture_on_commit_callbacks(execute=True):
+        settle.complete(q, m.seq, m.lock_token or "")
+    assert woken == [finished.done_key(q)]
+
+
+@pytest.fixture
+def asked(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[list[int]]]:
+    """The seqs each settlement asks the receipts (``replayed``) and ``_gone`` about."""
+    seen: dict[str, list[list[int]]] = {"replayed": [], "gone": []}
+    replayed, gone = receipts.replayed, settle._gone
+
+    def asking_receipts(cursor: Any, queue_id: int, verb: str, requests: Any, now: int) -> Any:
+        seen["replayed"].append([r[0] for r in requests])
+        return replayed(cursor, queue_id, verb, requests, now)
+
+    def asking_gone(cursor: Any, queue_id: int, verb: Any, missed: Any, now: int) -> Any:
+        seen["gone"].append([r[0] for r in missed])
+        return gone(cursor, queue_id, verb, missed, now)
+
+    monkeypatch.setattr(receipts, "replayed", asking_receipts)
+    monkeypatch.setattr(settle, "_gone", asking_gone)
+    return seen
+
+
+def test_only_what_the_statement_missed_is_looked_up(
+    q: str, asked: dict[str, list[list[int]]]
+) -> None:
+    """The receipts are asked about the items the statement did not settle, and a
+    lapsed settlement asks ``_gone`` about those no receipt answered: not the rest."""
+    mq.send_batch(q, [mq.OutMessage(i) for i in range(2)])
+    a, b = mq.receive(q, max_messages=2)
+    pairs = [(a.seq, a.lock_token or ""), (b.seq, STALE)]
+    got = settle.complete_many(q, pairs)
+    assert [r.outcome for r in got] == [Outcome.COMPLETED, Outcome.STALE]
+    assert asked == {"replayed": [[b.seq]], "gone": []}
+    got = settle.complete_many(q, pairs, lapsed=True)  # a replay, and b still stale
+    assert [r.outcome for r in got] == [Outcome.REPLAYED, Outcome.STALE]
+    assert asked == {"replayed": [[b.seq], [a.seq, b.seq]], "gone": [[b.seq]]}
+
+
+def test_complete_many_settles_items_with_and_without_a_completion_together(
+    make_queue: Any,
+) -> None:
+    # On a queue that keeps results: one statement for those with a completion, one for
+    # the rest; the batch counts both, and hands on the one result there is.
+    make_queue("r", keep_results=3600)
+    with mq.batch() as batch:
+        batch.send("r", "a")
+        batch.send("r", "b")
+    a, b = mq.receive("r", max_messages=2)
+    pairs = [(a.seq, a.lock_token or ""), (b.seq, b.lock_token or "")]
+    got = settle.complete_many("r", pairs, completions=[Completion(result={"a": 1}), None])
+    assert [(r.seq, r.outcome) for r in got] == [
+        (a.seq, Outcome.COMPLETED),
+        (b.seq, Outcome.COMPLETED),
+    ]
+    assert (stored(a.seq)[0], stored(b.seq)[0]) == ({"a": 1}, None)
+    assert mq.get_batch(batch.id).completed == 2
+
+
+def test_a_completion_with_a_result_keeps_the_fence_unless_asked_to_lapse(
+    make_queue: Any, clock: mq.clock.FrozenClock
+) -> None:
+    make_queue("r", keep_results=3600)
+    mq.send("r", b"x")
+    (m,) = mq.receive("r", lock_duration=5)
+    clock.advance(5)  # at the deadline: expired, and no claim since
+    pair, kept = (m.seq, m.lock_token or ""), [Completion(result={"r": 1})]
+    assert settle.complete_many("r", [pair], completions=kept)[0].outcome is Outcome.STALE
+    got = settle.complete_many("r", [pair], completions=kept, lapsed=True)
+    assert got[0].outcome is Outcome.COMPLETED
+    assert stored(m.seq)[0] == {"r": 1}
+    with connection.cursor() as c:
+        c.execute("SELECT state, completed_at FROM mqlite_message WHERE seq = %s", [m.seq])
+        assert c.fetchone() == ("completed", now_ms())
 
 
 # -- abandon --------------------------------------------------------------------------
@@ -199,14 +285,48 @@ def test_a_stale_snooze_past_the_expiry_is_lock_lost(q: str) -> None:
 # -- renewals that carry notes --------------------------------------------------------
 
 
-def test_a_renewal_writes_each_items_notes_and_none_where_it_has_none(q: str) -> None:
+def test_a_renewal_writes_each_items_notes_and_none_where_it_has_none(
+    q: str, clock: mq.clock.FrozenClock
+) -> None:
     mq.send_batch(q, [mq.OutMessage(i) for i in range(3)])
-    ms = mq.receive(q, max_messages=3)
+    ms = mq.receive(q, max_messages=3, lock_duration=10)
     notes = [Notes(progress='{"p": 1}'), None, Notes(checkpoint='"c"')]
-    got = settle.renew_many(q, [(m.seq, m.lock_token or "") for m in ms], notes=notes)
-    assert [r.outcome.value for r in got] == ["renewed"] * 3
-    seen = {p.seq: (p.progress, p.checkpoint) for p in mq.peek(q)}
-    assert [seen[m.seq] for m in ms] == [({"p": 1}, None), (None, None), (None, "c")]
+    pairs = [(m.seq, m.lock_token or "") for m in ms]
+    got = settle.renew_many(q, pairs, notes=notes, lock_duration=100)
+    until = clock.now() + dt.timedelta(seconds=100)  # extended like any renewal
+    assert [(r.outcome.value, r.locked_until) for r in got] == [("renewed", until)] * 3
+    seen = {p.seq: (p.progress, p.checkpoint, p.locked_until) for p in mq.peek(q)}
+    assert [seen[m.seq] for m in ms] == [
+        ({"p": 1}, None, until),
+        (None, None, until),
+        (None, "c", until),
+    ]
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"notes": [None, None]}, {"notes": [Notes(progress="1")], "lapsed": True}],
+    ids=["not-parallel", "lapsed"],
+)
+def test_a_renewals_notes_are_parallel_to_its_items_and_never_lapsed(q: str, kwargs: Any) -> None:
+    mq.send(q, b"x")
+    (m,) = mq.receive(q)
+    with pytest.raises(mq.InvalidArgumentError) as e:
+        settle.renew_many(q, [(m.seq, m.lock_token or "")], **kwargs)
+    assert str(e.value) == "notes must be parallel to items, and never lapsed"
+
+
+def test_a_renewal_stamps_its_workers_heartbeat_only_when_it_renewed(
+    q: str, clock: mq.clock.FrozenClock
+) -> None:
+    wid = Worker.objects.create(host="h", pid=1, queues=[q], started_at=0, last_seen=0).pk
+    mq.send(q, b"x")
+    (m,) = mq.receive(q)
+    assert settle.renew_many(q, [(m.seq, STALE)], worker_id=wid)[0].outcome is Outcome.STALE
+    assert Worker.objects.get(pk=wid).last_seen == 0  # nothing renewed, no proof of life
+    clock.advance(1)
+    assert settle.renew_many(q, [(m.seq, m.lock_token or "")], worker_id=wid)[0].ok
+    assert Worker.objects.get(pk=wid).last_seen == now_ms()
 
 
 # -- defer, reject, renew_batch: what each hands on -----------------------------------
