@@ -8,8 +8,8 @@ on the driver's cursor (psycopg's, made by Django's ``create_cursor``, so with t
 connection's time zone), without the layers of Django's cursor wrapper around each call
 (5-16 us of CPU less a Tasks enqueue, measured in docs/benchmark.md). Everything else
 Django's cursor does for us is kept: the broken-transaction check, the translation of
-driver errors into ``django.db`` exceptions, the thread-sharing check and, on
-PostgreSQL, the connection health check. When queries are being recorded (``DEBUG``,
+driver errors into ``django.db`` exceptions, the thread-sharing check and the
+connection health check. When queries are being recorded (``DEBUG``,
 ``CaptureQueriesContext``), an execute wrapper is installed
 (``connection.execute_wrapper``) or ``CursorWrapper.execute`` has been replaced (as
 Sentry's Django integration and APM agents do, to see every query), the engine uses
@@ -43,18 +43,6 @@ def qmark(sql: str) -> str:
     return out
 
 
-class SQLiteEngineCursor(CursorWrapper):
-    """A ``CursorWrapper`` over the raw ``sqlite3`` cursor that rewrites placeholders
-    once per distinct statement. Only for the engine's own ``%s``-style statements."""
-
-    def execute(self, sql: Any, params: Any = None) -> Any:
-        self.db.validate_no_broken_transaction()
-        with self.db.wrap_database_errors:
-            if params is None:
-                return self.cursor.execute(sql)
-            return self.cursor.execute(qmark(str(sql)), params)
-
-
 class DirectEngineCursor(CursorWrapper):
     """A ``CursorWrapper`` over the driver's cursor that runs each statement as given,
     with Django's broken-transaction check and error translation but not its wrapper
@@ -63,7 +51,23 @@ class DirectEngineCursor(CursorWrapper):
     def execute(self, sql: Any, params: Any = None) -> Any:
         self.db.validate_no_broken_transaction()
         with self.db.wrap_database_errors:
-            return self.cursor.execute(sql, params)
+            if params is None:
+                return self.cursor.execute(sql)
+            return self.cursor.execute(self.text(sql), params)
+
+    @staticmethod
+    def text(sql: Any) -> Any:
+        """The statement as the driver takes it (``%s`` placeholders: as written)."""
+        return sql
+
+
+class SQLiteEngineCursor(DirectEngineCursor):
+    """The direct cursor over the raw ``sqlite3`` cursor, its placeholders rewritten
+    once per distinct statement. Only for the engine's own ``%s``-style statements."""
+
+    @staticmethod
+    def text(sql: Any) -> Any:
+        return qmark(str(sql))
 
 
 def cursor_for(alias: str) -> CursorWrapper:
@@ -72,17 +76,13 @@ def cursor_for(alias: str) -> CursorWrapper:
     vendor = db.vendor
     if vendor not in _DIRECT or db.queries_logged or db.execute_wrappers or _execute_replaced():
         return dialect_for(alias).engine_cursor(db.cursor())
-    if vendor == "postgresql":
-        db.close_if_health_check_failed()  # as Django's cursor() does first
-        db.ensure_connection()
-        db.validate_thread_sharing()
-        with db.wrap_database_errors:
-            return DirectEngineCursor(db.create_cursor(), db)
+    db.close_if_health_check_failed()  # what Django's cursor() does, in its order
     db.ensure_connection()
     db.validate_thread_sharing()
     with db.wrap_database_errors:  # a closed connection fails as Django's cursor does
-        raw = db.connection.cursor()
-    return SQLiteEngineCursor(raw, db)
+        if vendor == "postgresql":
+            return DirectEngineCursor(db.create_cursor(), db)
+        return SQLiteEngineCursor(db.connection.cursor(), db)
 
 
 #: The vendors whose engine statements run on the driver's cursor directly.
