@@ -130,9 +130,13 @@ def test_a_send_to_one_queue_claims_that_queue_only(
         # NOTIFY names the queue: the other one waits for the poll.
         assert "quiet" not in claimed, claimed
     else:
-        # SQLite's commit watcher cannot tell the queues apart: at most one claim of
-        # the other queue a send.
-        assert claimed.count("quiet") <= 5, claimed
+        # SQLite's commit watcher cannot tell the queues apart: one claim of the other
+        # queue a send, not one for each of the worker's own commits too (its claim's
+        # and its completion's: 10 here without the commit-counter check). Its
+        # heartbeat and reaper threads commit on connections of their own, which the
+        # watcher cannot tell from a send: under load one or two of theirs can fall
+        # into the window (seen in CI: 6).
+        assert claimed.count("quiet") <= 5 + 2, claimed
 
 
 def test_a_standby_process_leaves_a_trickle_to_the_first(remote_sends: None) -> None:
