@@ -69,9 +69,12 @@ def test_one_thread_claims_and_completes_short_handlers_in_batches(
     burst(registry, "pf")
     assert len(seen) == n and mq.stats("pf").totals["completed"] == n
     assert sum(claims.calls) == n and sum(completes.calls) == n
-    # Without prefetch one thread claims one message per claim (n claims).
-    assert max(claims.calls) > 8 and len(claims.calls) < n / 4, claims.calls
-    assert len(completes.calls) < n / 4, completes.calls
+    # Without prefetch one thread claims one message per claim (n claims), and without
+    # batching each completion is a call of its own (n calls). How large the batches
+    # grow depends on the machine's pace (a loaded, slow one flushes smaller batches:
+    # 52 calls for 200 seen in CI), so the bound is half a call a message.
+    assert max(claims.calls) > 8 and len(claims.calls) < n / 2, claims.calls
+    assert len(completes.calls) < n / 2, completes.calls
 
 
 @pytest.mark.django_db(transaction=True)
@@ -134,7 +137,8 @@ def test_failures_are_abandoned_in_batches(monkeypatch: pytest.MonkeyPatch) -> N
     registry = Registry()
     registry.register("fail", handle)
     burst(registry, "fail")
-    assert sum(batches.calls) == n and len(batches.calls) < n / 4, batches.calls
+    # One call a failure without batching; half as many at most with it (see above).
+    assert sum(batches.calls) == n and len(batches.calls) < n / 2, batches.calls
     states = {p.state for p in mq.peek("fail", limit=n)}
     assert states == {"scheduled"}  # each parked for its retry, its error kept
     t = mq.stats("fail").totals
