@@ -368,12 +368,14 @@ class Worker:
         if woken and not self.burst:
             return self._tick_woken(since, idle_s)
         self._again = True  # when wake-ups work again, claim first (``_tick_woken``)
+        idle_before = not self.pool.busy()
         got = self._claim()
         if got:
             if self._room():
                 return IDLE_MIN_S  # claimed less than asked: look again at once
+            idle_before = False
             idle_s = IDLE_MIN_S
-        elif self._out_of_work():
+        elif self._out_of_work(idle_before):
             return None
         wakeup.wait_any(since, self._next_deadline(idle_s if self.pool.free() else 1.0))
         return idle_s if got else min(idle_s * 2, idle_max)
@@ -474,11 +476,15 @@ class Worker:
         except DatabaseError:
             pass  # it was broken; Django has dropped it either way
 
-    def _out_of_work(self) -> bool:
-        """True when the worker should exit: burst found nothing, or max-messages is done."""
+    def _out_of_work(self, idle_before: bool = True) -> bool:
+        """True when the worker should exit: burst found nothing, or max-messages is done.
+
+        A burst ends only on an empty claim made while nothing ran (``idle_before``): a
+        handler still running during the claim may give its message back as it ends (a
+        snooze, a retry with no delay), after the claim looked and before this check."""
         if self.pool.busy():
             return False
-        if self.burst and self.pool.free():
+        if self.burst and self.pool.free() and idle_before:
             self.stop_reason = "burst: nothing left to claim"
             return True
         if self.max_messages is not None and self.claimed >= self.max_messages:
