@@ -373,7 +373,6 @@ class Worker:
         if got:
             if self._room():
                 return IDLE_MIN_S  # claimed less than asked: look again at once
-            idle_before = False
             idle_s = IDLE_MIN_S
         elif self._out_of_work(idle_before):
             return None
