@@ -64,6 +64,7 @@ def statement_caches() -> list[dict[Any, Any]]:
     return [
         claim._claim_sql,
         claim._promote_sql,
+        claim._one_sql,
         totals._totals_sql,
         send_one._postgres,
         prepared._names,

@@ -49,6 +49,7 @@ from . import (
     limits,
     lines,
     maintenance,
+    prepared,
     retry,
     tally,
     totals,
@@ -59,7 +60,15 @@ from .clock import from_ms, now_ms
 from .dialects import Dialect
 from .group_batch import group_pick
 from .received import Received
-from .rows import MESSAGE_COLUMNS, MessageRow, QueueRow, columns, load_queue, message_fields
+from .rows import (
+    MESSAGE_COLUMNS,
+    QUEUE_COLUMNS,
+    MessageRow,
+    QueueRow,
+    columns,
+    load_queue,
+    message_fields,
+)
 from .types import Mode, Ordering
 
 # A long-poll's fallback: between wake-ups (a send in this process, or NOTIFY) it polls
@@ -366,7 +375,7 @@ def claim(args: ReceiveArgs) -> list[Received]:
     the database gave up to break a deadlock runs again (``retry``)."""
     tracer = tracing.watching()
     started = tracing.now_ns() if tracer is not None else 0
-    got = retry.retried(args.alias, lambda: _claim(args))
+    got = retry.retried(args.alias, lambda: _claim_one(args))
     if got and tracer is not None:
         tracing.record_safely(lambda: tracer.received(args.queue, got, started))
     return got
@@ -426,6 +435,100 @@ def _claim(args: ReceiveArgs) -> list[Received]:
         if args.attempt_key is not None:
             attempts.record(cursor, q, args.attempt_key, got, now)
         return got
+
+
+# -- name: claim_one (PostgreSQL) -------------------------------------------------------
+# Invariant: the general claim's steps for a plain claim, as one statement: the queue's
+# row (q), its due scheduled messages promoted (p, as ``promote_due``), the claim of
+# ``CLAIM`` over ``PICK`` (c) for a queue that is neither paused nor limited, the
+# worker's heartbeat stamped (hb, ``heartbeat.TOUCH``) and the delivered total counted
+# (t), both only when something was claimed. One row per claimed message, or one with
+# the claim's columns NULL when none was; no row when the queue does not exist. Every
+# part reads the statement's one snapshot: rows promoted by p become claimable when it
+# commits, not in c. Parameters: name; now, reap chunk (p); locked_until's now, lease
+# (NULL: the queue's), locked_by, now (c's SET), now, max_messages (c's pick); now,
+# worker id, now (hb).
+_ONE_QUEUE = "SELECT id FROM q WHERE NOT paused"
+_ONE_PLAIN = f"{_ONE_QUEUE} AND rate_limit_milli IS NULL AND max_in_flight IS NULL"
+_one_sql: dict[str, str] = {}
+
+
+def _one_statement(dialect: Dialect) -> str:
+    sql = _one_sql.get(dialect.vendor)
+    if sql is None:
+        promote = _promote_statement(dialect).replace("queue_id = %s", f"queue_id = ({_ONE_QUEUE})")
+        claim = _claim_statement(dialect, False).replace(
+            "queue_id = %s", f"queue_id = ({_ONE_PLAIN})"
+        )
+        lease = "locked_until = %s + COALESCE(%s, (SELECT lock_duration_ms FROM q))"
+        claim = claim.replace("locked_until = %s", lease)
+        touch = f"{heartbeat.TOUCH} AND EXISTS (SELECT 1 FROM c)"
+        count = totals.counted_sql(dialect, "delivered", "SELECT id FROM q", "c")
+        qualified = ", ".join(f"q.{name}" for name in QUEUE_COLUMNS.split(", "))
+        claimed = ", ".join(f"c.{name}" for name in _CLAIMED_COLUMNS.split(", "))
+        sql = (
+            f"WITH q AS (SELECT {QUEUE_COLUMNS} FROM mqlite_queue WHERE name = %s),"
+            f" p AS ({promote} RETURNING 1), c AS ({claim}), hb AS ({touch}), t AS ({count})"
+            f" SELECT (SELECT count(*) FROM p), {qualified}, {claimed} FROM q LEFT JOIN c ON true"
+        )
+        _one_sql[dialect.vendor] = sql
+    return sql
+
+
+_QUEUE_WIDTH = len(QUEUE_COLUMNS.split(", "))
+
+
+def _claim_one(args: ReceiveArgs) -> list[Received]:
+    """A plain claim (peek-lock, no attempt, no byte budget, no group batch) on a
+    database that runs data-modifying CTEs (PostgreSQL): one statement (``claim_one``)
+    instead of a transaction of five statements, its ``BEGIN`` and its ``COMMIT``: a
+    pickup's round trips are most of its time (docs/benchmark.md). A single statement
+    is atomic on its own, and inside the caller's transaction it commits or rolls back
+    with it, so it needs no savepoint (as ``send_one``). What it does not take (a
+    limited queue, a missing one) goes to ``_claim``, which gives the same answer.
+    Messages it promoted are claimed by a second statement, when there is room."""
+    alias = args.alias
+    cursor, dialect = databases.ctx(alias)
+    if (
+        not dialect.writable_cte
+        or args.mode is not Mode.PEEK_LOCK
+        or args.attempt_key is not None
+        or args.max_bytes is not None
+        or (args.group_batch and args.max_messages > 1)
+    ):
+        return _claim(args)
+    maintenance.expire_queue_locks(alias, args.queue)
+    first = _run_one(cursor, dialect, alias, args, args.max_messages)
+    if first is None:
+        return _claim(args)  # no such queue: the general path says so
+    q, promoted, rows = first
+    if q.paused:
+        return []
+    if q.limited:
+        return _claim(args)
+    if promoted and len(rows) < args.max_messages:
+        again = _run_one(cursor, dialect, alias, args, args.max_messages - len(rows))
+        if again is not None:
+            rows += again[2]
+    rows.sort(key=_best_first)
+    return Claimed((to_received(q, r, dialect, alias, args.worker_id) for r in rows), q.limited)
+
+
+def _run_one(
+    cursor: CursorWrapper, dialect: Dialect, alias: str, args: ReceiveArgs, limit: int
+) -> tuple[QueueRow, int, list[ClaimedRow]] | None:
+    """Run the one-statement claim for at most ``limit`` messages: the queue, how many
+    messages it promoted, and the rows it claimed; None when there is no such queue."""
+    now = now_ms()
+    params = [args.queue, now, current().reap_chunk, now, args.lock_ms, args.worker_id, now]
+    params += [now, limit, now, args.worker_id, now]
+    prepared.execute(cursor, alias, "claim", _one_statement(dialect), params)
+    got = cursor.fetchall()
+    if not got:
+        return None
+    queue_end = 1 + _QUEUE_WIDTH
+    rows = [ClaimedRow(*r[queue_end:]) for r in got if r[queue_end] is not None]
+    return QueueRow(*got[0][1:queue_end]), int(got[0][0]), rows
 
 
 class Claimed(list[Received]):

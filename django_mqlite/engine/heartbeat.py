@@ -5,6 +5,10 @@ from __future__ import annotations
 
 from django.db.backends.utils import CursorWrapper
 
+#: The stamp: parameters now, the worker's id, now. The one-statement claim on PostgreSQL
+#: (``claim._claim_one``) runs it as one of its parts.
+TOUCH = "UPDATE mqlite_worker SET last_seen = %s WHERE id = %s AND last_seen < %s"
+
 
 def touch_worker(cursor: CursorWrapper, worker_id: int, now: int) -> None:
     """A claim or a renewal is proof of life: stamp the worker's heartbeat in the same
@@ -13,7 +17,4 @@ def touch_worker(cursor: CursorWrapper, worker_id: int, now: int) -> None:
     lock) and claims or renews before its heartbeat thread writes would have those fresh
     leases reclaimed as a dead worker's, and handed to another worker while it still
     runs them under a live lease."""
-    cursor.execute(
-        "UPDATE mqlite_worker SET last_seen = %s WHERE id = %s AND last_seen < %s",
-        [now, worker_id, now],
-    )
+    cursor.execute(TOUCH, [now, worker_id, now])

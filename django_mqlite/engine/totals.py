@@ -42,17 +42,37 @@ def bump_totals(cursor: CursorWrapper, dialect: Dialect, queue_id: int, **counts
     key = (dialect.vendor, names)
     sql = _totals_sql.get(key)
     if sql is None:
-        assert set(names) <= set(TOTAL_NAMES)
-        cols = ", ".join(names)
         params = ", ".join(["%s"] * len(names))
-        sets = ", ".join(f"{n} = mqlite_totals.{n} + excluded.{n}" for n in names)
-        defaults = ", ".join(f"{n}" for n in TOTAL_NAMES if n not in names)
-        zero = ", ".join("0" for n in TOTAL_NAMES if n not in names)
-        sql = (
-            f"INSERT INTO mqlite_totals (queue_id, shard, {cols}"
-            f"{', ' + defaults if defaults else ''}) "
-            f"VALUES (%s, {dialect.totals_shard_sql()}, {params}{', ' + zero if zero else ''}) "
-            f"ON CONFLICT (queue_id, shard) DO UPDATE SET {sets}"
+        sql = _totals_sql[key] = _upsert(
+            dialect, names, f"VALUES (%s, {{shard}}, {params}{{zero}})"
         )
-        _totals_sql[key] = sql
     cursor.execute(sql, [queue_id, *values])
+
+
+def counted_sql(dialect: Dialect, name: str, queue_sql: str, rows: str) -> str:
+    """The upsert adding the number of rows of ``rows`` (a CTE's name) to the counter
+    ``name`` of the queue whose id ``queue_sql`` selects, and writing nothing when there
+    are none: a part of a statement with data-modifying CTEs (PostgreSQL), so that the
+    count is written with the rows it counts."""
+    return _upsert(
+        dialect,
+        (name,),
+        f"SELECT ({queue_sql}), {{shard}}, count(*){{zero}} FROM {rows} HAVING count(*) > 0",
+    )
+
+
+def _upsert(dialect: Dialect, names: tuple[str, ...], source: str) -> str:
+    """INSERT into a queue's totals row for this writer's shard what ``source`` gives
+    (its queue id, ``{shard}``, the values of ``names`` in order, then ``{zero}``: the
+    other counters' zeros), adding to the row when there is one."""
+    assert set(names) <= set(TOTAL_NAMES)
+    cols = ", ".join(names)
+    sets = ", ".join(f"{n} = mqlite_totals.{n} + excluded.{n}" for n in names)
+    others = [n for n in TOTAL_NAMES if n not in names]
+    defaults = "".join(f", {n}" for n in others)
+    zero = "".join(", 0" for _ in others)
+    rows = source.format(shard=dialect.totals_shard_sql(), zero=zero)
+    return (
+        f"INSERT INTO mqlite_totals (queue_id, shard, {cols}{defaults}) {rows} "
+        f"ON CONFLICT (queue_id, shard) DO UPDATE SET {sets}"
+    )

@@ -19,31 +19,43 @@ pytestmark = pytest.mark.django_db(transaction=True, databases=BOTH)
 
 
 @pytest.fixture
-def atomic_on_second(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
-    """Whether each claim read its queue inside a transaction of the second database."""
-    seen: list[bool] = []
-    load = claim.load_queue
+def on_second(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Where each claim ran: a transaction of the second database (the general claim
+    reads its queue there), or one statement on that database's connection (a plain
+    claim on PostgreSQL, ``_claim_one``)."""
+    seen: list[str] = []
+    load, run_one = claim.load_queue, claim._run_one
 
     def watched(cursor: Any, name: str) -> Any:
-        seen.append(connections[SECOND].in_atomic_block)
+        seen.append("transaction" if connections[SECOND].in_atomic_block else "elsewhere")
         return load(cursor, name)
 
+    def watched_one(cursor: Any, dialect: Any, alias: str, *rest: Any) -> Any:
+        seen.append("statement" if cursor.db is connections[SECOND] else "elsewhere")
+        return run_one(cursor, dialect, alias, *rest)
+
     monkeypatch.setattr(claim, "load_queue", watched)
+    monkeypatch.setattr(claim, "_run_one", watched_one)
     return seen
 
 
+def plain_claim() -> str:
+    """How a plain receive claims on the second database."""
+    return "statement" if connections[SECOND].vendor == "postgresql" else "transaction"
+
+
 @pytest.mark.usefixtures("declared")
-def test_a_declared_queue_is_claimed_on_its_database(atomic_on_second: list[bool]) -> None:
+def test_a_declared_queue_is_claimed_on_its_database(on_second: list[str]) -> None:
     mq.send(FAR, b"x")
     (m,) = mq.receive(FAR)
     assert m.using == SECOND
     m.defer()
     (again,) = mq.receive_deferred(FAR, [m.seq])
     assert (again.seq, again.using) == (m.seq, SECOND)
-    assert atomic_on_second == [True, True]
+    assert on_second == [plain_claim(), "transaction"]
 
 
-def test_a_queue_named_by_using_is_claimed_there(atomic_on_second: list[bool]) -> None:
+def test_a_queue_named_by_using_is_claimed_there(on_second: list[str]) -> None:
     mq.create_queue("there", using=SECOND)
     mq.send("there", b"x", using=SECOND)
     (m,) = mq.receive("there", using=SECOND)
@@ -51,4 +63,4 @@ def test_a_queue_named_by_using_is_claimed_there(atomic_on_second: list[bool]) -
     m.defer()
     (again,) = mq.receive_deferred("there", [m.seq], using=SECOND)
     assert (again.seq, again.using) == (m.seq, SECOND)
-    assert atomic_on_second == [True, True]
+    assert on_second == [plain_claim(), "transaction"]

@@ -68,7 +68,9 @@ def message_statements(run: Callable[[], object]) -> Iterator[str]:
         run()
     for q in ctx.captured_queries:
         sql = q["sql"]
-        if "mqlite_message" in sql and sql.lstrip().upper().startswith(
+        if sql.startswith("EXECUTE ") and "mqlite_message" in statement_text(sql):
+            yield sql  # PostgreSQL explains a prepared statement's EXECUTE
+        elif "mqlite_message" in sql and sql.lstrip().upper().startswith(
             # (MariaDB's INSERT IGNORE is its ON CONFLICT ... DO NOTHING)
             (
                 "SELECT",
@@ -80,6 +82,17 @@ def message_statements(run: Callable[[], object]) -> Iterator[str]:
             )
         ):
             yield sql
+
+
+def statement_text(execute: str) -> str:
+    """The text of the statement an ``EXECUTE name(...)`` of ``engine.prepared`` runs
+    (with its ``%s`` placeholders); another statement as it is."""
+    if not execute.startswith("EXECUTE "):
+        return execute
+    from django_mqlite.engine import prepared
+
+    name = execute.split()[1].split("(")[0]
+    return next((sql for sql, got in prepared._names.items() if got[0] == name), "")
 
 
 def assert_seeks(run: Callable[[], object], index: str | tuple[str, ...]) -> None:

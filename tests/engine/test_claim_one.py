@@ -1,0 +1,123 @@
+"""The plain claim (``engine/claim.py``, ``_claim_one``): on PostgreSQL one statement
+does what the general claim's transaction does (the queue's row, the promotion of due
+scheduled messages, the claim, the worker's heartbeat, the delivered total). Each rule
+below holds on every database; on PostgreSQL each is the one statement's."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
+
+import django_mqlite as mq
+from django_mqlite.engine.clock import now_ms
+from django_mqlite.models import Worker
+from tests.support.plans import statement_text
+
+pytestmark = pytest.mark.django_db
+
+#: The receive's return of expired leases, its own statement (``expire_queue_locks``).
+LEASE_RETURN = ("UPDATE mqlite_message SET state = CASE", "SELECT seq FROM mqlite_message")
+
+
+def test_a_plain_claim_is_one_statement_on_postgresql(q: str) -> None:
+    if connection.vendor != "postgresql":
+        pytest.skip("one statement needs data-modifying CTEs (PostgreSQL)")
+    mq.send_batch(q, [mq.OutMessage(b"a"), mq.OutMessage(b"b")])
+    mq.receive(q)  # prepares the statement on this session
+    with CaptureQueriesContext(connection) as ctx:
+        (m,) = mq.receive(q)
+    sql = [statement_text(s["sql"]) for s in ctx.captured_queries]
+    claims = [s for s in sql if not s.startswith(LEASE_RETURN)]
+    assert len(claims) == 1, claims
+    assert claims[0].startswith("WITH q AS (")
+    assert m.body == b"b" and m.delivery_count == 1
+
+
+def test_a_due_scheduled_message_is_claimed_by_the_receive_that_promotes_it(
+    q: str, clock: Any
+) -> None:
+    """The promotion and the claim share one snapshot on PostgreSQL: what the statement
+    promoted is claimed by a second one, in the same receive."""
+    later = mq.send(q, b"scheduled", delay=10)
+    now = mq.send(q, b"now")
+    clock.advance(11)
+    got = mq.receive(q, max_messages=5)
+    assert sorted(m.seq for m in got) == [later, now]
+    assert [m.delivery_count for m in got] == [1, 1]
+    assert mq.stats(q).totals["delivered"] == 2
+
+
+def test_a_due_message_alone_is_claimed_at_once(q: str, clock: Any) -> None:
+    seq = mq.send(q, b"scheduled", delay=10)
+    assert mq.receive(q) == []
+    clock.advance(11)
+    assert [m.seq for m in mq.receive(q)] == [seq]
+
+
+def test_a_claim_stamps_its_workers_heartbeat_only_when_it_took_something(
+    q: str, clock: Any
+) -> None:
+    wid = Worker.objects.create(host="h", pid=1, queues=[q], started_at=0, last_seen=0).pk
+    assert mq.receive(q, worker_id=wid) == []
+    assert Worker.objects.get(pk=wid).last_seen == 0
+    mq.send(q, b"x")
+    clock.advance(1)
+    (m,) = mq.receive(q, worker_id=wid)
+    assert m.worker_id == wid
+    assert Worker.objects.get(pk=wid).last_seen == now_ms()
+    # Never moved back.
+    Worker.objects.filter(pk=wid).update(last_seen=now_ms() + 60_000)
+    mq.send(q, b"y")
+    mq.receive(q, worker_id=wid)
+    assert Worker.objects.get(pk=wid).last_seen == now_ms() + 60_000
+
+
+def test_the_delivered_total_counts_each_claimed_message(q: str) -> None:
+    mq.send_batch(q, [mq.OutMessage(b"%d" % i) for i in range(4)])
+    assert len(mq.receive(q)) == 1
+    assert len(mq.receive(q, max_messages=10)) == 3
+    assert mq.receive(q, max_messages=10) == []
+    assert mq.stats(q).totals["delivered"] == 4
+
+
+def test_the_lease_is_the_receives_or_else_the_queues(make_queue: Any, clock: Any) -> None:
+    name = make_queue("leases", lock_duration=45).name
+    mq.send_batch(name, [mq.OutMessage(b"a"), mq.OutMessage(b"b")])
+    (a,) = mq.receive(name)
+    (b,) = mq.receive(name, lock_duration=7)
+    assert a.locked_until is not None and b.locked_until is not None
+    assert a.locked_until.timestamp() * 1000 == now_ms() + 45_000
+    assert b.locked_until.timestamp() * 1000 == now_ms() + 7_000
+
+
+def test_a_paused_queue_gives_nothing_and_keeps_its_messages(q: str, clock: Any) -> None:
+    seq = mq.send(q, b"x")
+    due = mq.send(q, b"later", delay=5)
+    mq.pause_queue(q)
+    clock.advance(6)
+    assert mq.receive(q, max_messages=5) == []
+    states = {p.seq: (p.state, p.delivery_count) for p in mq.peek(q)}
+    assert states == {seq: ("active", 0), due: ("scheduled", 0)}
+    mq.resume_queue(q)
+    assert sorted(m.seq for m in mq.receive(q, max_messages=5)) == [seq, due]
+
+
+def test_a_missing_queue_is_refused() -> None:
+    with pytest.raises(mq.QueueNotFoundError):
+        mq.receive("nowhere")
+
+
+def test_a_claim_in_the_callers_transaction_rolls_back_with_it(q: str) -> None:
+    seq = mq.send(q, b"x")
+    with pytest.raises(RuntimeError), transaction.atomic():
+        (m,) = mq.receive(q)
+        assert m.seq == seq
+        raise RuntimeError("the caller's work failed")
+    (p,) = mq.peek(q)
+    assert (p.state, p.delivery_count) == ("active", 0)
+    assert mq.stats(q).totals["delivered"] == 0
+    (again,) = mq.receive(q)
+    assert again.seq == seq and again.delivery_count == 1
