@@ -49,6 +49,7 @@ MODULES: dict[str, list[str]] = {
         E + "test_attempt_scope.py",
         E + "test_lease_return.py",
         E + "test_claim_rules.py",
+        E + "test_claim_one.py",
         "tests/multidb/test_claim_databases.py",
     ],
     "django_mqlite/engine/settle.py": [
