@@ -442,14 +442,18 @@ def _claim(args: ReceiveArgs) -> list[Received]:
 # row (q), its due scheduled messages promoted (p, as ``promote_due``), the claim of
 # ``CLAIM`` over ``PICK`` (c) for a queue that is neither paused nor limited, the
 # worker's heartbeat stamped (hb, ``heartbeat.TOUCH``) and the delivered total counted
-# (t), both only when something was claimed. One row per claimed message, or one with
-# the claim's columns NULL when none was; no row when the queue does not exist. Every
-# part reads the statement's one snapshot: rows promoted by p become claimable when it
-# commits, not in c. Parameters: name; now, reap chunk (p); locked_until's now, lease
-# (NULL: the queue's), locked_by, now (c's SET), now, max_messages (c's pick); now,
-# worker id, now (hb).
+# (t), both only when something was claimed. Every part reads the statement's one
+# snapshot, so rows p promoted are not claimable in c: when p promoted any, c claims
+# nothing (the claim order would skip them) unless told to claim anyway, and the caller
+# claims again, so told. One row per claimed message, or one with the claim's columns
+# NULL when none was; no row when the queue does not exist. Parameters: name; now, reap
+# chunk (p); locked_until's now, lease (NULL: the queue's), locked_by, now (c's SET),
+# claim anyway, now, max_messages (c's pick); now, worker id, now (hb).
 _ONE_QUEUE = "SELECT id FROM q WHERE NOT paused"
-_ONE_PLAIN = f"{_ONE_QUEUE} AND rate_limit_milli IS NULL AND max_in_flight IS NULL"
+_ONE_PLAIN = (
+    f"{_ONE_QUEUE} AND rate_limit_milli IS NULL AND max_in_flight IS NULL"
+    " AND (%s OR NOT EXISTS (SELECT 1 FROM p))"
+)
 _one_sql: dict[str, str] = {}
 
 
@@ -464,12 +468,10 @@ def _one_statement(dialect: Dialect) -> str:
         claim = claim.replace("locked_until = %s", lease)
         touch = f"{heartbeat.TOUCH} AND EXISTS (SELECT 1 FROM c)"
         count = totals.counted_sql(dialect, "delivered", "SELECT id FROM q", "c")
-        qualified = ", ".join(f"q.{name}" for name in QUEUE_COLUMNS.split(", "))
-        claimed = ", ".join(f"c.{name}" for name in _CLAIMED_COLUMNS.split(", "))
         sql = (
             f"WITH q AS (SELECT {QUEUE_COLUMNS} FROM mqlite_queue WHERE name = %s),"
             f" p AS ({promote} RETURNING 1), c AS ({claim}), hb AS ({touch}), t AS ({count})"
-            f" SELECT (SELECT count(*) FROM p), {qualified}, {claimed} FROM q LEFT JOIN c ON true"
+            " SELECT (SELECT count(*) FROM p), q.*, c.* FROM q LEFT JOIN c ON true"
         )
         _one_sql[dialect.vendor] = sql
     return sql
@@ -486,7 +488,9 @@ def _claim_one(args: ReceiveArgs) -> list[Received]:
     is atomic on its own, and inside the caller's transaction it commits or rolls back
     with it, so it needs no savepoint (as ``send_one``). What it does not take (a
     limited queue, a missing one) goes to ``_claim``, which gives the same answer.
-    Messages it promoted are claimed by a second statement, when there is room."""
+    A statement that promoted scheduled messages claims nothing, and a second one
+    claims, in the claim order, with what it promoted (as the general claim, it does not
+    wait for what it promotes itself: with more due than ``REAP_CHUNK``)."""
     alias = args.alias
     cursor, dialect = databases.ctx(alias)
     if (
@@ -498,7 +502,7 @@ def _claim_one(args: ReceiveArgs) -> list[Received]:
     ):
         return _claim(args)
     maintenance.expire_queue_locks(alias, args.queue)
-    first = _run_one(cursor, dialect, alias, args, args.max_messages)
+    first = _run_one(cursor, dialect, alias, args)
     if first is None:
         return _claim(args)  # no such queue: the general path says so
     q, promoted, rows = first
@@ -506,22 +510,24 @@ def _claim_one(args: ReceiveArgs) -> list[Received]:
         return []
     if q.limited:
         return _claim(args)
-    if promoted and len(rows) < args.max_messages:
-        again = _run_one(cursor, dialect, alias, args, args.max_messages - len(rows))
-        if again is not None:
-            rows += again[2]
+    if promoted:
+        # It claimed nothing: the claim order (priority, then seq) takes in what it
+        # promoted, which this second statement sees as active.
+        again = _run_one(cursor, dialect, alias, args, anyway=True)
+        rows = [] if again is None else again[2]
     rows.sort(key=_best_first)
-    return Claimed((to_received(q, r, dialect, alias, args.worker_id) for r in rows), q.limited)
+    return Claimed(to_received(q, r, dialect, alias, args.worker_id) for r in rows)
 
 
 def _run_one(
-    cursor: CursorWrapper, dialect: Dialect, alias: str, args: ReceiveArgs, limit: int
+    cursor: CursorWrapper, dialect: Dialect, alias: str, args: ReceiveArgs, anyway: bool = False
 ) -> tuple[QueueRow, int, list[ClaimedRow]] | None:
-    """Run the one-statement claim for at most ``limit`` messages: the queue, how many
-    messages it promoted, and the rows it claimed; None when there is no such queue."""
+    """Run the one-statement claim (``anyway``: claim even when it promoted): the queue,
+    how many messages it promoted, and the rows it claimed; None when there is no such
+    queue."""
     now = now_ms()
     params = [args.queue, now, current().reap_chunk, now, args.lock_ms, args.worker_id, now]
-    params += [now, limit, now, args.worker_id, now]
+    params += [anyway, now, args.max_messages, now, args.worker_id, now]
     prepared.execute(cursor, alias, "claim", _one_statement(dialect), params)
     got = cursor.fetchall()
     if not got:

@@ -5,11 +5,12 @@ below holds on every database; on PostgreSQL each is the one statement's."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from django.db import connection, transaction
-from django.test.utils import CaptureQueriesContext
+from django.test.utils import CaptureQueriesContext, override_settings
 
 import django_mqlite as mq
 from django_mqlite.engine.clock import now_ms
@@ -22,39 +23,89 @@ pytestmark = pytest.mark.django_db
 LEASE_RETURN = ("UPDATE mqlite_message SET state = CASE", "SELECT seq FROM mqlite_message")
 
 
-def test_a_plain_claim_is_one_statement_on_postgresql(q: str) -> None:
+def statements(run: Callable[[], object]) -> list[str]:
+    """The statements ``run`` makes, but the receive's return of expired leases (a
+    prepared statement's ``EXECUTE`` as the text it runs)."""
+    with CaptureQueriesContext(connection) as ctx:
+        run()
+    sql = [statement_text(s["sql"]) for s in ctx.captured_queries]
+    # (and the savepoint of that return's transaction, inside the test's)
+    return [s for s in sql if not s.startswith((*LEASE_RETURN, "SAVEPOINT", "RELEASE SAVEPOINT"))]
+
+
+def one_statement_here() -> None:
     if connection.vendor != "postgresql":
         pytest.skip("one statement needs data-modifying CTEs (PostgreSQL)")
-    mq.send_batch(q, [mq.OutMessage(b"a"), mq.OutMessage(b"b")])
+
+
+@pytest.mark.parametrize(
+    ("sends", "kwargs", "claimed"),
+    [
+        (2, {}, 1),
+        (2, {"max_messages": 3}, 2),  # fewer than asked, nothing promoted: no second try
+        (0, {"max_messages": 5}, 0),
+        (2, {"max_messages": 1, "group_batch": True}, 1),  # a group batch of one is plain
+        (1, {"worker_id": "worker"}, 1),
+    ],
+)
+def test_a_plain_claim_is_one_statement_on_postgresql(
+    q: str, sends: int, kwargs: dict[str, Any], claimed: int
+) -> None:
+    one_statement_here()
+    if kwargs.get("worker_id") == "worker":
+        kwargs["worker_id"] = Worker.objects.create(
+            host="h", pid=1, queues=[q], started_at=0, last_seen=0
+        ).pk
     mq.receive(q)  # prepares the statement on this session
-    with CaptureQueriesContext(connection) as ctx:
-        (m,) = mq.receive(q)
-    sql = [statement_text(s["sql"]) for s in ctx.captured_queries]
-    claims = [s for s in sql if not s.startswith(LEASE_RETURN)]
-    assert len(claims) == 1, claims
-    assert claims[0].startswith("WITH q AS (")
-    assert m.body == b"b" and m.delivery_count == 1
+    mq.send_batch(q, [mq.OutMessage(b"%d" % i) for i in range(sends)])
+    got: list[Any] = []
+    sql = statements(lambda: got.extend(mq.receive(q, **kwargs)))
+    assert len(sql) == 1, sql
+    assert sql[0].startswith("WITH q AS (")
+    assert len(got) == claimed and all(m.delivery_count == 1 for m in got)
 
 
-def test_a_due_scheduled_message_is_claimed_by_the_receive_that_promotes_it(
+def test_a_claim_that_promoted_takes_the_claim_order_with_what_it_promoted(
     q: str, clock: Any
 ) -> None:
-    """The promotion and the claim share one snapshot on PostgreSQL: what the statement
-    promoted is claimed by a second one, in the same receive."""
-    later = mq.send(q, b"scheduled", delay=10)
+    """Highest priority first, then lowest seq, over what is claimable once the due
+    messages are promoted: on PostgreSQL the statement that promoted claims nothing and
+    a second one claims."""
+    mq.receive(q)  # (on PostgreSQL: prepares the statement)
+    low = mq.send(q, b"active, low priority")
+    urgent = mq.send(q, b"due, high priority", delay=10, priority=5)
+    early = mq.send(q, b"due, early", delay=10)
+    later = mq.send(q, b"active, later")
+    clock.advance(11)
+    got: list[Any] = []
+    sql = statements(lambda: got.extend(mq.receive(q)))
+    assert [m.seq for m in got] == [urgent]
+    if connection.vendor == "postgresql":
+        assert [s.startswith("WITH q AS (") for s in sql] == [True, True], sql
+    assert [m.seq for m in mq.receive(q, max_messages=2)] == [low, early]
+    assert [m.seq for m in mq.receive(q, max_messages=2)] == [later]
+
+
+def test_the_second_statement_claims_what_it_can(q: str, clock: Any) -> None:
+    """With more due than one promotion takes (``REAP_CHUNK``), the second statement
+    claims what is active rather than nothing (it promotes the next chunk too)."""
+    due = [mq.send(q, b"scheduled", delay=10) for _ in range(5)]
+    clock.advance(11)
+    with override_settings(MQLITE={"REAP_CHUNK": 2}):
+        assert [m.seq for m in mq.receive(q, max_messages=5)] == due[:2]
+        # (PostgreSQL's second statement promoted the next chunk: it is active now)
+        rest = [m.seq for m in mq.receive(q, max_messages=5)]
+        assert rest[:2] == due[2:4]
+        rest += [m.seq for m in mq.receive(q, max_messages=5)]
+    assert rest == due[2:]
+
+
+def test_the_second_statement_claims_only_what_is_asked(q: str, clock: Any) -> None:
+    due = [mq.send(q, b"scheduled", delay=10) for _ in range(3)]
     now = mq.send(q, b"now")
     clock.advance(11)
-    got = mq.receive(q, max_messages=5)
-    assert sorted(m.seq for m in got) == [later, now]
-    assert [m.delivery_count for m in got] == [1, 1]
-    assert mq.stats(q).totals["delivered"] == 2
-
-
-def test_a_due_message_alone_is_claimed_at_once(q: str, clock: Any) -> None:
-    seq = mq.send(q, b"scheduled", delay=10)
-    assert mq.receive(q) == []
-    clock.advance(11)
-    assert [m.seq for m in mq.receive(q)] == [seq]
+    assert [m.seq for m in mq.receive(q, max_messages=2)] == due[:2]
+    assert {p.seq for p in mq.peek(q) if p.state == "active"} == {due[2], now}
 
 
 def test_a_claim_stamps_its_workers_heartbeat_only_when_it_took_something(
