@@ -433,6 +433,19 @@ ACCEPTED: dict[str, str] = {
     _RES + "xǁMQLiteTaskResultǁarefresh__mutmut_4": "thread_sensitive=True left out: it "
     "is sync_to_async's default",
     **{_CLAIM + f"x__claim_statement__mutmut_{i}": _CACHE for i in (6, 7, 50)},
+    **{_CLAIM + f"x__one_statement__mutmut_{i}": _CACHE for i in (1, 2, 56)},
+    _CLAIM + "x__one_statement__mutmut_18": _FALSY + " (delete: the same statement, cached "
+    "under another key)",
+    **{
+        _CLAIM + f"x__one_statement__mutmut_{i}": "the CTE names q, p and c in capitals "
+        + _PG_FOLDS
+        for i in (49, 51, 55)
+    },
+    **{
+        _CLAIM + f"x__run_one__mutmut_{i}": "the prepared statement's label: its name "
+        "also holds the digest of its text, which keeps it unique"
+        for i in (8, 16, 17)
+    },
     **{_CLAIM + f"x__promote_statement__mutmut_{i}": _CACHE for i in (1, 2, 14)},
     **{
         _CLAIM + f"x__claim_statement__mutmut_{i}": "a default of _claim_statement: its callers "

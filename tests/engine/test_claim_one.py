@@ -13,6 +13,7 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext, override_settings
 
 import django_mqlite as mq
+from django_mqlite.engine import claim
 from django_mqlite.engine.clock import now_ms
 from django_mqlite.models import Worker
 from tests.support.plans import statement_text
@@ -172,3 +173,25 @@ def test_a_claim_in_the_callers_transaction_rolls_back_with_it(q: str) -> None:
     assert mq.stats(q).totals["delivered"] == 0
     (again,) = mq.receive(q)
     assert again.seq == seq and again.delivery_count == 1
+
+
+def test_a_queue_deleted_between_the_two_statements_gives_nothing(
+    q: str, clock: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The second statement finds no queue (deleted after the first promoted): the
+    receive returns nothing rather than failing."""
+    one_statement_here()
+    run_one = claim._run_one
+    calls: list[int] = []
+
+    def deleting(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 2:
+            mq.delete_queue(q, force=True)
+        return run_one(*args, **kwargs)
+
+    monkeypatch.setattr(claim, "_run_one", deleting)
+    mq.send(q, b"scheduled", delay=10)
+    clock.advance(11)
+    assert mq.receive(q) == []
+    assert len(calls) == 2
