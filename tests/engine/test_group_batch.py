@@ -86,3 +86,12 @@ def test_the_async_twin_takes_it_too(groups: None) -> None:
 
     got = async_to_sync(mq.areceive)("g", max_messages=2, group_batch=True)
     assert texts(got) == ["a0", "a1"]
+
+
+@pytest.mark.parametrize("attempt", [None, "attempt-1"])
+def test_a_group_batch_of_one_is_the_head_alone(groups: None, attempt: str | None) -> None:
+    """One message asked: the head, as a plain claim (with an attempt, through the
+    general claim, whose group pick would otherwise ask for -1 followers)."""
+    got = mq.receive("g", max_messages=1, group_batch=True, attempt_id=attempt)
+    assert texts(got) == ["a0"]
+    assert texts(mq.receive("g", max_messages=1, group_batch=True)) == ["b0"]
