@@ -57,7 +57,7 @@ from . import (
     wakeup,
 )
 from .clock import from_ms, now_ms
-from .dialects import Dialect
+from .dialects import Dialect, dialect_for
 from .group_batch import group_pick
 from .received import Received
 from .rows import (
@@ -492,9 +492,8 @@ def _claim_one(args: ReceiveArgs) -> list[Received]:
     claims, in the claim order, with what it promoted (as the general claim, it does not
     wait for what it promotes itself: with more due than ``REAP_CHUNK``)."""
     alias = args.alias
-    cursor, dialect = databases.ctx(alias)
     if (
-        not dialect.writable_cte
+        not dialect_for(alias).writable_cte
         or args.mode is not Mode.PEEK_LOCK
         or args.attempt_key is not None
         or args.max_bytes is not None
@@ -502,6 +501,7 @@ def _claim_one(args: ReceiveArgs) -> list[Received]:
     ):
         return _claim(args)
     maintenance.expire_queue_locks(alias, args.queue)
+    cursor, dialect = databases.ctx(alias)
     first = _run_one(cursor, dialect, alias, args)
     if first is None:
         return _claim(args)  # no such queue: the general path says so
