@@ -17,7 +17,8 @@ The children are not all alike: the first (slot 0) runs the reaper and the perio
 ticker and claims on every wake-up; the others are *standby*: once a claim of theirs
 finds nothing they leave the wake-ups to the first and claim again at their poll, or
 when the first tells them (``Siblings``) that its last claim took all it asked for, so
-there is a backlog to share. An idle ``runworker -p 4`` then costs the database what one
+there is a backlog to share, or that it was woken with every thread of its busy, so
+what woke it is theirs to take. An idle ``runworker -p 4`` then costs the database what one
 worker costs plus three heartbeats, and a trickle of messages is not raced for by
 every process at once.
 
@@ -124,10 +125,12 @@ class Siblings:
         os.set_blocking(self._w, False)
         self._told = 0.0
 
-    def tell(self) -> None:
-        """A claim took all it asked for (called by the first process)."""
+    def tell(self, *, at_once: bool = False) -> None:
+        """A claim took all it asked for (called by the first process), at most every
+        ``TELL_EVERY_S``; or (``at_once``) the first process was woken with no thread
+        free, once per wake-up (``Worker._pass_on``)."""
         now = time.monotonic()
-        if self.standby < 1 or now - self._told < TELL_EVERY_S:
+        if self.standby < 1 or (not at_once and now - self._told < TELL_EVERY_S):
             return
         self._told = now
         try:

@@ -128,6 +128,9 @@ class Worker:
         self._due: set[str] = set()
         self._heard: dict[str, int] = {}
         self._commits: int | None = None
+        #: The wake-up generations the first process last passed to its standby
+        #: siblings because it had no free thread (``_pass_on``).
+        self._passed: dict[str, int] = {}
         self._poll_s = IDLE_MAX_LISTENING_S
         self._poll_at = 0.0
         self._limited = False
@@ -444,6 +447,7 @@ class Worker:
     def _claim_due(self) -> bool:
         """Whether ``_tick_woken`` claims now (its docstring's rule)."""
         if self._want() <= 0:
+            self._pass_on()
             return False  # a wake-up stays pending until a thread is free
         now = time.monotonic()
         if self._again or self._due or now >= self._poll_at:
@@ -453,6 +457,22 @@ class Worker:
         if self.standby and not self._found:
             return self._told  # the wake-ups are the first process's
         return bool(self._woken_queues())
+
+    def _pass_on(self) -> None:
+        """The first process of several was woken while every thread of its is busy:
+        tell the standby siblings (``Siblings``), once per new wake-up, so what woke it
+        is claimed by a free thread of theirs instead of waiting for one of its own (a
+        slow task, or a process's cold first one, held a trickle's next message for as
+        long as it ran). The wake-up stays pending here as well: whichever claims first
+        takes the message, and the other's claim finds nothing."""
+        if self.standby or self.siblings is None:
+            return
+        heard = wakeup.generations(list(self.consumers))
+        if heard == self._passed:
+            return
+        if self._woken_queues():
+            self._passed = heard
+            self.siblings.tell(at_once=True)
 
     def _woken_queues(self) -> set[str]:
         """The queues woken since the last claim (their wake-up generation moved). On

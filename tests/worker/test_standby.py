@@ -7,6 +7,7 @@ claim that only a poll would make fails the test."""
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Iterator
 
@@ -139,3 +140,54 @@ def test_a_standby_worker_polls_seldom_once_it_found_nothing(
         assert polls == 0, claims
     else:
         assert polls >= 5, claims  # the first process polls every 0.2 s here
+
+
+def test_the_first_process_passes_a_wake_up_it_cannot_take_to_the_standby() -> None:
+    """The first process's only thread is busy with a slow message when the next one is
+    sent: the standby takes it at once instead of it waiting for the slow one to end
+    (it waited, before ``Worker._pass_on``: a process's cold first task held the next
+    pickup for about 100 ms). The poll is held at a minute, so only being told makes
+    the standby claim."""
+    mq.create_queue("passed")
+    release = threading.Event()
+    ran: dict[int, str] = {}
+
+    def handle(msg: mq.Received) -> None:
+        ran[int(msg.body)] = threading.current_thread().name
+        if int(msg.body) == 1:
+            release.wait(30)
+
+    registry = Registry()
+    registry.register("passed", handle)
+    siblings = Siblings(1)
+    first = Worker(["passed"], install_signals=False, registry=registry, siblings=siblings)
+    standby = Worker(
+        ["passed"],
+        install_signals=False,
+        registry=registry,
+        siblings=siblings,
+        reaper=False,
+        periodic=False,
+        standby=True,
+    )
+    try:
+        with Running(first), Running(standby):
+            wait_for(
+                lambda: first._woken() and standby._woken() and not standby._found,
+                timeout=10,
+                what="both workers' wake-ups, and the standby's first, empty claim",
+            )
+            mq.send("passed", 1)
+            wait_for(lambda: 1 in ran, timeout=10, what="the slow message's start")
+            mq.send("passed", 2)
+            wait_for(lambda: 2 in ran, timeout=5, what="the next message, while 1 runs")
+            assert mq.peek("passed", limit=1)[0].state == "locked"  # 1 is still running
+            release.set()
+            wait_for(
+                lambda: first.outcomes["completed"] + standby.outcomes["completed"] == 2,
+                timeout=10,
+                what="both completed",
+            )
+    finally:
+        release.set()
+    assert standby.claimed == 1 and first.claimed == 1, (first.claimed, standby.claimed)
