@@ -186,6 +186,11 @@ class Listener(Service):
 #: commit to the worker's claim. Each look is about 10 µs of SQLite, but the thread's
 #: wake-up is what costs: about 0.2 ms of CPU here, 2-3% of a core every 10 ms.
 WATCH_S = 0.01
+#: With inotify: how many looks the watcher takes at once after a quiet spell before
+#: the rate of one every ``WATCH_S`` holds it back. A trickle's message is three commits
+#: (the send, the claim, the completion) and a heartbeat can fall just before the send:
+#: with one look at once, a send within ``WATCH_S`` of a heartbeat waited the rest of it.
+WATCH_BURST = 4
 #: With inotify: how often the watcher looks anyway, should an event go missing.
 RECHECK_S = 1.0
 #: After the log was written with no new commit visible yet: how long, and how often,
@@ -231,8 +236,9 @@ class CommitWatcher(Service):
     costs at most that interval, never a message.
 
     When to look: on Linux, when the write-ahead log (``<file>-wal``) is written
-    (inotify, ``engine.inotify``; every commit writes it): at once after a quiet spell,
-    at most once every ``WATCH_S`` while writes keep coming; and every ``RECHECK_S``
+    (inotify, ``engine.inotify``; every commit writes it): at once after a quiet spell
+    (up to ``WATCH_BURST`` writes), then at most once every ``WATCH_S`` while writes
+    keep coming; and every ``RECHECK_S``
     anyway, so an idle watcher costs no CPU. Elsewhere (or when the log cannot be
     watched) every ``poll_s``."""
 
@@ -268,7 +274,9 @@ class CommitWatcher(Service):
                 changes = None
             self.mode = "poll" if changes is None else "inotify"
             self.watching.set()
-            looked = 0.0  # when the last look after a write was (time.monotonic())
+            # The looks left to take at once, and when they were counted (a bucket
+            # that refills one look every WATCH_S, up to WATCH_BURST).
+            looks, counted = float(WATCH_BURST), time.monotonic()
             while not self.stopping.is_set():
                 if changes is None:
                     self.stopping.wait(self.poll_s)
@@ -278,14 +286,18 @@ class CommitWatcher(Service):
                     ready, _, _ = select.select(fds, [], [], RECHECK_S)
                     written = fds[0] in ready
                     if written:
-                        # At most one look every WATCH_S: a busy database (this
-                        # worker's own settlements among its commits) wakes the claim
-                        # loop no more often than that; the first write after a quiet
-                        # spell is looked at at once (an idle worker's pickup).
-                        pause = looked + WATCH_S - time.monotonic()
-                        if pause > 0:
-                            self.stopping.wait(pause)
-                        looked = time.monotonic()
+                        # At most one look every WATCH_S while writes keep coming: a
+                        # busy database (this worker's own settlements among its
+                        # commits) wakes the claim loop no more often than that; the
+                        # first WATCH_BURST writes after a quiet spell are looked at at
+                        # once (an idle worker's pickup, a send just after a heartbeat).
+                        now = time.monotonic()
+                        looks = min(WATCH_BURST, looks + (now - counted) / WATCH_S)
+                        counted = now
+                        if looks < 1:
+                            self.stopping.wait((1 - looks) * WATCH_S)
+                            looks, counted = 1.0, time.monotonic()
+                        looks -= 1
                     gone = changes.drain() if written else False
                 if self.stopping.is_set():
                     return
