@@ -17,8 +17,9 @@ The children are not all alike: the first (slot 0) runs the reaper and the perio
 ticker and claims on every wake-up; the others are *standby*: once a claim of theirs
 finds nothing they leave the wake-ups to the first and claim again at their poll, or
 when the first tells them (``Siblings``) that its last claim took all it asked for, so
-there is a backlog to share, or that it was woken with every thread of its busy, so
-what woke it is theirs to take. An idle ``runworker -p 4`` then costs the database what one
+there is a backlog to share; while every thread of the first is busy (a byte of shared
+memory says so) they claim on their own wake-ups, so a message sent meanwhile does not
+wait for the first to be free. An idle ``runworker -p 4`` then costs the database what one
 worker costs plus three heartbeats, and a trickle of messages is not raced for by
 every process at once.
 
@@ -35,6 +36,7 @@ if it had been sent SIGTERM.
 from __future__ import annotations
 
 import logging
+import mmap
 import os
 import select
 import signal
@@ -116,21 +118,32 @@ def roles(slot: int) -> dict[str, bool]:
 
 
 class Siblings:
-    """How the first worker process tells the standby ones that there is a backlog: a
-    pipe made by the supervisor before it forks, one byte per standby sibling."""
+    """How the first worker process tells the standby ones that there is a backlog (a
+    pipe made by the supervisor before it forks, one byte per standby sibling), and
+    that every thread of its is busy (a shared byte)."""
 
     def __init__(self, standby: int) -> None:
         self.standby = standby
         self._r, self._w = os.pipe()
         os.set_blocking(self._w, False)
         self._told = 0.0
+        #: One byte of memory shared by every child (made before the fork): 1 while
+        #: every thread of the first process is busy (``Worker._tell_full``).
+        self._full = mmap.mmap(-1, 1)
 
-    def tell(self, *, at_once: bool = False) -> None:
-        """A claim took all it asked for (called by the first process), at most every
-        ``TELL_EVERY_S``; or (``at_once``) the first process was woken with no thread
-        free, once per wake-up (``Worker._pass_on``)."""
+    def set_first_full(self, full: bool) -> None:
+        """Whether every thread of the first process is busy (called by the first)."""
+        self._full[0] = 1 if full else 0
+
+    def first_full(self) -> bool:
+        """Whether every thread of the first process is busy: a standby process then
+        claims on its own wake-ups."""
+        return self._full[0] == 1
+
+    def tell(self) -> None:
+        """A claim took all it asked for (called by the first process)."""
         now = time.monotonic()
-        if self.standby < 1 or (not at_once and now - self._told < TELL_EVERY_S):
+        if self.standby < 1 or now - self._told < TELL_EVERY_S:
             return
         self._told = now
         try:

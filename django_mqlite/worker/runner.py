@@ -128,9 +128,6 @@ class Worker:
         self._due: set[str] = set()
         self._heard: dict[str, int] = {}
         self._commits: int | None = None
-        #: The wake-up generations the first process last passed to its standby
-        #: siblings because it had no free thread (``_pass_on``).
-        self._passed: dict[str, int] = {}
         self._poll_s = IDLE_MAX_LISTENING_S
         self._poll_at = 0.0
         self._limited = False
@@ -417,6 +414,7 @@ class Worker:
             self._commits = listen.commit_counter(self.using) if self._watcher else None
             self._told = False
             got = self._claim(only)
+            self._tell_full(self._want() <= 0)
             self._again = False
             self._due = self._undrained
             self._found = got > 0
@@ -446,8 +444,9 @@ class Worker:
 
     def _claim_due(self) -> bool:
         """Whether ``_tick_woken`` claims now (its docstring's rule)."""
-        if self._want() <= 0:
-            self._pass_on()
+        full = self._want() <= 0
+        self._tell_full(full)
+        if full:
             return False  # a wake-up stays pending until a thread is free
         now = time.monotonic()
         if self._again or self._due or now >= self._poll_at:
@@ -455,24 +454,21 @@ class Worker:
         if any(t <= now for t in self._retries):
             return True
         if self.standby and not self._found:
-            return self._told  # the wake-ups are the first process's
+            # The wake-ups are the first process's, unless it has no thread free.
+            first_full = self.siblings is not None and self.siblings.first_full()
+            return self._told or (first_full and bool(self._woken_queues()))
         return bool(self._woken_queues())
 
-    def _pass_on(self) -> None:
-        """The first process of several was woken while every thread of its is busy:
-        tell the standby siblings (``Siblings``), once per new wake-up, so what woke it
-        is claimed by a free thread of theirs instead of waiting for one of its own (a
-        slow task, or a process's cold first one, held a trickle's next message for as
-        long as it ran). The wake-up stays pending here as well: whichever claims first
-        takes the message, and the other's claim finds nothing."""
-        if self.standby or self.siblings is None:
-            return
-        heard = wakeup.generations(list(self.consumers))
-        if heard == self._passed:
-            return
-        if self._woken_queues():
-            self._passed = heard
-            self.siblings.tell(at_once=True)
+    def _tell_full(self, full: bool) -> None:
+        """The first process of several says whether every thread of its is busy
+        (``Siblings.first_full``): while it is, a standby sibling claims on its own
+        wake-ups, so a message sent meanwhile is taken by a free thread of theirs
+        instead of waiting for one of the first's (a slow task, or a process's cold
+        first one, held a trickle's next message for as long as it ran). Said from
+        this process's main thread at each claim decision and after each claim, so a
+        standby never waits on a busy process's other threads to hear of it."""
+        if not self.standby and self.siblings is not None:
+            self.siblings.set_first_full(full)
 
     def _woken_queues(self) -> set[str]:
         """The queues woken since the last claim (their wake-up generation moved). On

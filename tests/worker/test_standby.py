@@ -142,11 +142,11 @@ def test_a_standby_worker_polls_seldom_once_it_found_nothing(
         assert polls >= 5, claims  # the first process polls every 0.2 s here
 
 
-def test_the_first_process_passes_a_wake_up_it_cannot_take_to_the_standby() -> None:
+def test_a_standby_claims_on_its_wake_ups_while_the_first_process_is_full() -> None:
     """The first process's only thread is busy with a slow message when the next one is
     sent: the standby takes it at once instead of it waiting for the slow one to end
-    (it waited, before ``Worker._pass_on``: a process's cold first task held the next
-    pickup for about 100 ms). The poll is held at a minute, so only being told makes
+    (it waited, before ``Siblings.first_full``: a process's cold first task held the
+    next pickup for 20-100 ms). The poll is held at a minute, so only the wake-up makes
     the standby claim."""
     mq.create_queue("passed")
     release = threading.Event()
