@@ -17,11 +17,11 @@ The children are not all alike: the first (slot 0) runs the reaper and the perio
 ticker and claims on every wake-up; the others are *standby*: once a claim of theirs
 finds nothing they leave the wake-ups to the first and claim again at their poll, or
 when the first tells them (``Siblings``) that its last claim took all it asked for, so
-there is a backlog to share; while every thread of the first is busy (a byte of shared
-memory says so) they claim on their own wake-ups, so a message sent meanwhile does not
-wait for the first to be free. An idle ``runworker -p 4`` then costs the database what one
-worker costs plus three heartbeats, and a trickle of messages is not raced for by
-every process at once.
+there is a backlog to share; once every thread of the first has been busy for a few
+milliseconds (shared memory says since when) they claim on their own wake-ups, so a
+message sent meanwhile does not wait for the first to be free. An idle
+``runworker -p 4`` then costs the database what one worker costs plus three
+heartbeats, and a trickle of messages is not raced for by every process at once.
 
 Without ``--processes``, ``runworker`` decides the count (``default_processes``): one
 per core the process may use, and at most two where the database serializes its writers
@@ -40,6 +40,7 @@ import mmap
 import os
 import select
 import signal
+import struct
 import sys
 import threading
 import time
@@ -67,6 +68,8 @@ HEALTHY_AFTER_S = 10.0  # a child that lived this long resets the back-off
 
 #: Worker processes at most, by default, on a database with one writer at a time.
 SERIAL_WRITER_PROCESSES = 2
+#: The shared memory of ``Siblings.first_busy_for``: one float.
+_BUSY = struct.Struct("d")
 #: The first process tells standby siblings about a backlog at most this often.
 TELL_EVERY_S = 0.05
 
@@ -120,25 +123,33 @@ def roles(slot: int) -> dict[str, bool]:
 class Siblings:
     """How the first worker process tells the standby ones that there is a backlog (a
     pipe made by the supervisor before it forks, one byte per standby sibling), and
-    that every thread of its is busy (a shared byte)."""
+    since when every thread of its has been busy (shared memory)."""
 
     def __init__(self, standby: int) -> None:
         self.standby = standby
         self._r, self._w = os.pipe()
         os.set_blocking(self._w, False)
         self._told = 0.0
-        #: One byte of memory shared by every child (made before the fork): 1 while
-        #: every thread of the first process is busy (``Worker._tell_full``).
-        self._full = mmap.mmap(-1, 1)
+        #: Memory shared by every child (made before the fork): since when (the
+        #: system-wide ``time.monotonic()``) every thread of the first process has been
+        #: busy, 0.0 while it is not (``Worker._tell_full``).
+        self._full = mmap.mmap(-1, _BUSY.size)
 
     def set_first_full(self, full: bool) -> None:
-        """Whether every thread of the first process is busy (called by the first)."""
-        self._full[0] = 1 if full else 0
+        """Whether the first process claims nothing now, every thread of its busy
+        (called by the first)."""
+        since = _BUSY.unpack_from(self._full)[0]
+        if full and not since:
+            _BUSY.pack_into(self._full, 0, time.monotonic())
+        elif not full and since:
+            _BUSY.pack_into(self._full, 0, 0.0)
 
-    def first_full(self) -> bool:
-        """Whether every thread of the first process is busy: a standby process then
-        claims on its own wake-ups."""
-        return self._full[0] == 1
+    def first_busy_for(self) -> float:
+        """For how long every thread of the first process has been busy (seconds; 0.0:
+        it has a thread free). A standby process claims on its own wake-ups once that
+        is ``runner.FIRST_BUSY_S``."""
+        since: float = _BUSY.unpack_from(self._full)[0]
+        return max(time.monotonic() - since, 1e-9) if since else 0.0
 
     def tell(self) -> None:
         """A claim took all it asked for (called by the first process)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 import random
 import time
 from collections import Counter
@@ -50,6 +51,10 @@ IDLE_MAX_LISTENING_S = 5.0
 #: A standby process (``prefork``) whose last claim found nothing polls this seldom: the
 #: first process's poll finds what time makes claimable, and tells it of a backlog.
 STANDBY_POLL_S = 60.0
+#: How long every thread of the first process (``prefork``) must have been busy before
+#: a standby process claims on its own wake-ups: longer than a quick task runs, so a
+#: trickle of quick tasks is not raced for by every process at once.
+FIRST_BUSY_S = 0.003
 #: A retry's poll comes this long after its delay ends (the engine's clock decides).
 RETRY_MARGIN_S = 0.05
 START_RETRY_S = 60.0  # how long start-up keeps retrying a database that does not answer
@@ -100,6 +105,9 @@ class Worker:
         self.siblings = siblings
         self._found = True
         self._told = False
+        #: A standby process: when to look again at whether the first is still busy
+        #: (``FIRST_BUSY_S`` after it became so; infinity: no look due).
+        self._first_check_at = math.inf
         self._full_claims = 0
         self.install_signals = install_signals
         self.rng = rng or random.Random()  # noqa: S311 - jitter, not security
@@ -438,7 +446,8 @@ class Worker:
             return None
         if self._due and self._want() > 0:
             return idle_s  # took all it asked for, and has room: claim again at once
-        poll_in = max(0.0, min([self._poll_at, *self._retries]) - time.monotonic())
+        due = min([self._poll_at, self._first_check_at, *self._retries])
+        poll_in = max(0.0, due - time.monotonic())
         wakeup.wait_any(since, self._next_deadline(poll_in if self.pool.free() else 1.0))
         return idle_s
 
@@ -454,21 +463,32 @@ class Worker:
         if any(t <= now for t in self._retries):
             return True
         if self.standby and not self._found:
-            # The wake-ups are the first process's, unless it has no thread free.
-            first_full = self.siblings is not None and self.siblings.first_full()
-            return self._told or (first_full and bool(self._woken_queues()))
+            return self._told or self._first_stuck(now)
         return bool(self._woken_queues())
 
     def _tell_full(self, full: bool) -> None:
-        """The first process of several says whether every thread of its is busy
-        (``Siblings.first_full``): while it is, a standby sibling claims on its own
-        wake-ups, so a message sent meanwhile is taken by a free thread of theirs
-        instead of waiting for one of the first's (a slow task, or a process's cold
-        first one, held a trickle's next message for as long as it ran). Said from
-        this process's main thread at each claim decision and after each claim, so a
-        standby never waits on a busy process's other threads to hear of it."""
+        """The first process of several says whether it claims nothing now, every
+        thread of its busy (``Siblings.first_busy_for``), at each claim decision and
+        after each claim."""
         if not self.standby and self.siblings is not None:
             self.siblings.set_first_full(full)
+
+    def _first_stuck(self, now: float) -> bool:
+        """A standby process: whether to claim on its own wake-up because the first
+        process has had every thread busy for ``FIRST_BUSY_S`` (a slow task, or a
+        process's cold first one: a message sent meanwhile waited for it to end, or
+        for its busy threads to let its wake-up through, 20-100 ms). A wake-up heard
+        sooner is looked at again then, and claimed for only if the first is still
+        busy. Reads shared memory, so nothing here waits on the first process."""
+        if self._first_check_at <= now:
+            self._first_check_at = math.inf
+        busy_s = self.siblings.first_busy_for() if self.siblings is not None else 0.0
+        if busy_s <= 0.0 or not self._woken_queues():
+            return False
+        if busy_s >= FIRST_BUSY_S:
+            return True
+        self._first_check_at = min(self._first_check_at, now + FIRST_BUSY_S - busy_s)
+        return False
 
     def _woken_queues(self) -> set[str]:
         """The queues woken since the last claim (their wake-up generation moved). On

@@ -6,6 +6,7 @@ claim that only a poll would make fails the test."""
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
@@ -15,7 +16,7 @@ import pytest
 
 import django_mqlite as mq
 from django_mqlite.consumers import Registry
-from django_mqlite.engine import send_one
+from django_mqlite.engine import send_one, wakeup
 from django_mqlite.worker import Worker, runner
 from django_mqlite.worker.prefork import Siblings
 from tests.support.features import requires
@@ -145,7 +146,7 @@ def test_a_standby_worker_polls_seldom_once_it_found_nothing(
 def test_a_standby_claims_on_its_wake_ups_while_the_first_process_is_full() -> None:
     """The first process's only thread is busy with a slow message when the next one is
     sent: the standby takes it at once instead of it waiting for the slow one to end
-    (it waited, before ``Siblings.first_full``: a process's cold first task held the
+    (it waited, before ``Siblings.first_busy_for``: a process's cold first task held the
     next pickup for 20-100 ms). The poll is held at a minute, so only the wake-up makes
     the standby claim."""
     mq.create_queue("passed")
@@ -191,3 +192,36 @@ def test_a_standby_claims_on_its_wake_ups_while_the_first_process_is_full() -> N
     finally:
         release.set()
     assert standby.claimed == 1 and first.claimed == 1, (first.claimed, standby.claimed)
+
+
+def test_a_standby_waits_out_a_quick_task_of_the_first_before_claiming(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``Worker._first_stuck``: a wake-up heard while the first process has been busy
+    for less than ``FIRST_BUSY_S`` is looked at again then, not claimed for (a trickle
+    of quick tasks is the first's alone); claimed for once the first has been busy that
+    long; never while the first has a thread free, however long ago it was woken."""
+    busy = {"for": 0.0}
+
+    class Shared(Siblings):
+        def first_busy_for(self) -> float:
+            return busy["for"]
+
+    registry = Registry()
+    registry.register("q", lambda msg: None)
+    worker = Worker(
+        ["q"], install_signals=False, registry=registry, standby=True, siblings=Shared(1)
+    )
+    worker._heard = {"q": 0}
+    monkeypatch.setattr(wakeup, "generations", lambda keys: {"q": 1})  # woken
+    now = time.monotonic()
+    assert not worker._first_stuck(now)  # the first has a thread free
+    assert worker._first_check_at == math.inf
+    busy["for"] = runner.FIRST_BUSY_S / 3
+    assert not worker._first_stuck(now)
+    assert worker._first_check_at == pytest.approx(now + runner.FIRST_BUSY_S * 2 / 3)
+    busy["for"] = runner.FIRST_BUSY_S
+    assert worker._first_stuck(worker._first_check_at)
+    assert worker._first_check_at == math.inf  # the look that was due is done
+    monkeypatch.setattr(wakeup, "generations", lambda keys: {"q": 0})  # nothing new
+    assert not worker._first_stuck(now)
