@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from benchmarks.brokers.record import started
+
 task: Any
 try:
     from django.tasks import task  # type: ignore[import-not-found,no-redef,unused-ignore]
@@ -22,7 +24,8 @@ if task is not None:
 
     @task()
     def record_task(enqueued_at: float | None = None) -> None:
-        """The broker scenario's task: record the start in Redis, as every peer's does."""
-        from benchmarks.brokers.record import started
-
+        """The broker scenario's task: record the start in Redis, as every peer's does
+        (``started`` is imported with this module, as the peers' app modules import
+        it: imported here, a worker process's first task paid the import before its
+        clock started)."""
         started(enqueued_at)
