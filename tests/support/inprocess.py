@@ -13,6 +13,26 @@ from django_mqlite.worker import Worker
 from tests.support.procs import wait_for
 
 
+def first_and_standby(registry: Registry, queue: str) -> tuple[Worker, Worker]:
+    """The two processes of ``runworker --processes 2`` over ``queue``, as two workers
+    in this process sharing one ``Siblings``: the first (reaper and ticker off here) and
+    a standby one."""
+    from django_mqlite.worker.prefork import Siblings
+
+    siblings = Siblings(1)
+    first = Worker([queue], install_signals=False, registry=registry, siblings=siblings)
+    standby = Worker(
+        [queue],
+        install_signals=False,
+        registry=registry,
+        siblings=siblings,
+        reaper=False,
+        periodic=False,
+        standby=True,
+    )
+    return first, standby
+
+
 def burst(registry: Registry, *queues: str, **options: Any) -> Worker:
     """Run a burst worker over ``queues`` (every queue of ``registry`` when none is
     named) with ``options`` for ``Worker``; returns it, run, for its counters."""

@@ -22,7 +22,7 @@ from django_mqlite.consumers import Registry
 from django_mqlite.engine import send_one
 from django_mqlite.worker import Worker
 from tests.support.features import has, requires
-from tests.support.inprocess import Running
+from tests.support.inprocess import Running, first_and_standby
 from tests.support.procs import wait_for
 from tests.support.transactions import Transactions, counting
 
@@ -144,23 +144,11 @@ def test_a_standby_process_leaves_a_trickle_to_the_first(remote_sends: None) -> 
     found nothing, leaves the wake-ups to the first; it does not race it for every
     message (``prefork.Siblings``; measured 42-49 transactions of its own for 20
     messages when it follows every wake-up, 0 when it stands by)."""
-    from django_mqlite.worker.prefork import Siblings
-
     mq.create_queue("shared")
     done: list[int] = []
     registry = Registry()
     registry.register("shared", lambda msg: done.append(int(msg.body)))
-    siblings = Siblings(1)
-    first = Worker(["shared"], install_signals=False, registry=registry, siblings=siblings)
-    standby = Worker(
-        ["shared"],
-        install_signals=False,
-        registry=registry,
-        siblings=siblings,
-        reaper=False,
-        periodic=False,
-        standby=True,
-    )
+    first, standby = first_and_standby(registry, "shared")
     runs = [Running(first), Running(standby)]
     runs[1].thread.name = "mqlite-standby-main"
     with runs[0], runs[1]:

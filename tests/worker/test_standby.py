@@ -20,7 +20,7 @@ from django_mqlite.engine import send_one, wakeup
 from django_mqlite.worker import Worker, runner
 from django_mqlite.worker.prefork import Siblings
 from tests.support.features import requires
-from tests.support.inprocess import Running
+from tests.support.inprocess import Running, first_and_standby
 from tests.support.procs import wait_for
 
 pytestmark = [
@@ -160,17 +160,7 @@ def test_a_standby_claims_on_its_wake_ups_while_the_first_process_is_full() -> N
 
     registry = Registry()
     registry.register("passed", handle)
-    siblings = Siblings(1)
-    first = Worker(["passed"], install_signals=False, registry=registry, siblings=siblings)
-    standby = Worker(
-        ["passed"],
-        install_signals=False,
-        registry=registry,
-        siblings=siblings,
-        reaper=False,
-        periodic=False,
-        standby=True,
-    )
+    first, standby = first_and_standby(registry, "passed")
     try:
         with Running(first), Running(standby):
             wait_for(
