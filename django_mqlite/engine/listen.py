@@ -1,8 +1,7 @@
 """PostgreSQL LISTEN: a thread with a dedicated connection that turns each notification
 (its payload is a queue name) into an in-process wake-up (``wakeup.notify``). On SQLite,
 which has no NOTIFY, ``CommitWatcher`` does the same job for a worker: it watches the
-file's commit counter and wakes the worker when another connection commits; and it
-checkpoints the write-ahead log when writes pause, so a commit rarely has to.
+file's commit counter and wakes the worker when another connection commits.
 
 Every send runs ``pg_notify('mqlite', queue)`` in its transaction, so a notification
 arrives on commit and never for a rollback; a settlement that finished messages sends
@@ -19,7 +18,6 @@ import secrets
 import select
 import socket
 import sqlite3
-import struct
 import threading
 import time
 from collections.abc import Callable
@@ -201,39 +199,6 @@ SETTLE_S = 0.05
 SETTLE_EVERY_S = 0.001
 
 
-#: When the database's writes pause for this long (seconds, no write to the log)...
-CHECKPOINT_QUIET_S = 0.01
-#: ... and the log holds at least this many frames not yet copied into the database,
-#: the watcher checkpoints it (``PRAGMA wal_checkpoint(PASSIVE)``: it waits for no
-#: reader or writer). Half of SQLite's default ``wal_autocheckpoint`` (1,000): at a
-#: trickle the log never grows to where the commit that crosses that line checkpoints
-#: it, in the committing thread (3-8 ms here: a pickup in about every 50 paid it),
-#: while a log checkpointed twice as often copies a page written in both halves twice.
-CHECKPOINT_FRAMES = 500
-#: Where the frame counts are in the log's index, the ``-shm`` file (SQLite's "WAL-index
-#: format", native byte order): the header's ``mxFrame`` (the last valid frame), and
-#: the checkpoint information's ``nBackfill`` (the frames already copied back).
-_MX_FRAME = struct.Struct("=I")
-_MX_FRAME_AT, _BACKFILL_AT = 16, 96
-
-
-def unsaved_frames(path: str) -> int | None:
-    """How many frames of database ``path``'s write-ahead log are not yet checkpointed
-    into the database, read off its index (``-shm``); None where it cannot be read (no
-    index yet, or another format). A read of a few bytes of shared memory, no lock: a
-    heuristic for when to checkpoint, never a decision about data."""
-    try:
-        with open(f"{path}-shm", "rb") as f:
-            head = f.read(_BACKFILL_AT + _MX_FRAME.size)
-    except OSError:
-        return None
-    if len(head) < _BACKFILL_AT + _MX_FRAME.size:
-        return None
-    mx_frame = _MX_FRAME.unpack_from(head, _MX_FRAME_AT)[0]
-    backfill = _MX_FRAME.unpack_from(head, _BACKFILL_AT)[0]
-    return max(0, int(mx_frame) - int(backfill))
-
-
 def commit_counter(using: str) -> int | None:
     """This thread's connection to database ``using``: its commit counter (SQLite's
     ``PRAGMA data_version``, which moves when another connection commits, never for
@@ -275,12 +240,7 @@ class CommitWatcher(Service):
     (up to ``WATCH_BURST`` writes), then at most once every ``WATCH_S`` while writes
     keep coming; and every ``RECHECK_S``
     anyway, so an idle watcher costs no CPU. Elsewhere (or when the log cannot be
-    watched) every ``poll_s``.
-
-    When the writes it saw pause for ``CHECKPOINT_QUIET_S`` and the log has grown past
-    ``CHECKPOINT_FRAMES``, it checkpoints the log on its own connection (``PASSIVE``:
-    no reader or writer waits for it), so the next commit does not do it (Linux only,
-    where it sees the writes)."""
+    watched) every ``poll_s``."""
 
     def __init__(self, path: str, queues: list[str], poll_s: float = WATCH_S) -> None:
         super().__init__("mqlite-commit-watcher", wakeable=True)
@@ -317,19 +277,14 @@ class CommitWatcher(Service):
             # The looks left to take at once, and when they were counted (a bucket
             # that refills one look every WATCH_S, up to WATCH_BURST).
             looks, counted = float(WATCH_BURST), time.monotonic()
-            committed = False  # a commit seen since the writes last paused
             while not self.stopping.is_set():
                 if changes is None:
                     self.stopping.wait(self.poll_s)
                     gone = written = False
                 else:
                     fds = [changes.fileno(), self._woken.fileno()]
-                    wait_s = CHECKPOINT_QUIET_S if committed else RECHECK_S
-                    ready, _, _ = select.select(fds, [], [], wait_s)
+                    ready, _, _ = select.select(fds, [], [], RECHECK_S)
                     written = fds[0] in ready
-                    if committed and not ready:  # the writes paused
-                        committed = False
-                        self._checkpoint(conn)
                     if written:
                         # At most one look every WATCH_S while writes keep coming: a
                         # busy database (this worker's own settlements among its
@@ -356,7 +311,6 @@ class CommitWatcher(Service):
                     now = self._settle(conn, version)
                 if now != version:
                     version = now
-                    committed = True
                     for queue in self.queues:
                         wakeup.notify(queue)
                 if gone:  # the log was replaced: watch the new one
@@ -365,12 +319,6 @@ class CommitWatcher(Service):
             if changes is not None:
                 changes.close()
             conn.close()
-
-    def _checkpoint(self, conn: sqlite3.Connection) -> None:
-        """Checkpoint the log if it holds ``CHECKPOINT_FRAMES`` or more."""
-        frames = unsaved_frames(self.path)
-        if frames is not None and frames >= CHECKPOINT_FRAMES:
-            conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
 
     def _settle(self, conn: sqlite3.Connection, version: int) -> int:
         """The commit counter once it moves, looking every ``SETTLE_EVERY_S`` for up to

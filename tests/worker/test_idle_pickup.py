@@ -179,35 +179,3 @@ def test_the_watcher_looks_at_once_after_quiet_and_at_most_every_watch_s_after(
         assert time.monotonic() - sent >= 0.4  # the fifth look waited for the rate
     finally:
         watcher.stop()
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's")
-def test_the_watcher_checkpoints_the_log_when_writes_pause(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Once writes pause for ``CHECKPOINT_QUIET_S`` with ``CHECKPOINT_FRAMES`` or more in
-    the log, the watcher checkpoints it, so the commit that would cross SQLite's own
-    line (1,000 frames) does not (3-8 ms in a pickup); below the line it leaves the log
-    alone."""
-    from django.db import connection
-
-    path = listen.watched_file("default")
-    if path is None:
-        pytest.skip("the database has no commit counter to watch (NOTIFY wakes workers)")
-    monkeypatch.setattr(listen, "CHECKPOINT_FRAMES", 8)
-    mq.create_queue("paused")
-    with connection.cursor() as c:  # the log starts empty: nothing else checkpoints it
-        c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    watcher = listen.CommitWatcher(path, ["paused"], poll_s=60.0)
-    watcher.start()
-    try:
-        assert watcher.watching.wait(5)
-        for i in range(20):
-            mq.send("paused", f"{i}" * 1000)
-        wait_for(lambda: listen.unsaved_frames(path) == 0, timeout=5, what="the checkpoint")
-        monkeypatch.setattr(listen, "CHECKPOINT_FRAMES", 10_000)
-        mq.send("paused", "below the line")
-        time.sleep(0.3)
-        assert (listen.unsaved_frames(path) or 0) > 0
-    finally:
-        watcher.stop()
