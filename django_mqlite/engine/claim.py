@@ -368,7 +368,9 @@ def receive(
 def claim(args: ReceiveArgs) -> list[Received]:
     """One claim (no waiting) with checked arguments: a replay of the attempt, or up to
     ``max_messages`` (and ``max_bytes``) of the queue's claimable messages. The queue's
-    expired leases return first, in their own statement (``expire_queue_locks``).
+    expired leases return first, in the reaper's statement (``expire_locks``) at most
+    every ``QUEUE_LEASES_EVERY_MS``: before the claim (``expire_queue_locks``), or on
+    PostgreSQL's plain claim when its statement found one lapsed (``_claim_one``).
 
     Every claim of every surface (a worker, ``receive``, ``areceive``, HTTP, SQS) comes
     here, so a claim that took messages is traced here, once (``tracing``). A claim
@@ -439,20 +441,27 @@ def _claim(args: ReceiveArgs) -> list[Received]:
 
 # -- name: claim_one (PostgreSQL) -------------------------------------------------------
 # Invariant: the general claim's steps for a plain claim, as one statement: the queue's
-# row (q), its due scheduled messages promoted (p, as ``promote_due``), the claim of
-# ``CLAIM`` over ``PICK`` (c) for a queue that is neither paused nor limited, the
-# worker's heartbeat stamped (hb, ``heartbeat.TOUCH``) and the delivered total counted
-# (t), both only when something was claimed. Every part reads the statement's one
-# snapshot, so rows p promoted are not claimable in c: when p promoted any, c claims
-# nothing (the claim order would skip them) unless told to claim anyway, and the caller
-# claims again, so told. One row per claimed message, or one with the claim's columns
-# NULL when none was; no row when the queue does not exist. Parameters: name; now, reap
-# chunk (p); locked_until's now, lease (NULL: the queue's), locked_by, now (c's SET),
-# claim anyway, now, max_messages (c's pick); now, worker id, now (hb).
+# row (q), its due scheduled messages promoted (p, as ``promote_due``), when asked
+# whether one of the queue's leases has lapsed (l, what ``expire_queue_locks`` would
+# return), the claim of ``CLAIM`` over ``PICK`` (c) for a queue that is neither paused
+# nor limited, the worker's heartbeat stamped (hb, ``heartbeat.TOUCH``) and the
+# delivered total counted (t), both only when something was claimed. Every part reads
+# the statement's one snapshot, so rows p promoted are not claimable in c: when p
+# promoted any, or l found a lapsed lease (the claim order would skip what the
+# reaper's statement returns), c claims nothing unless told to claim anyway, and the
+# caller claims again, so told. One row per claimed message, or one with the claim's
+# columns NULL when none was; no row when the queue does not exist. Parameters: name;
+# now, reap chunk (p); look for lapsed leases, now (l); locked_until's now, lease (NULL:
+# the queue's), locked_by, now (c's SET), claim anyway, now, max_messages (c's pick);
+# now, worker id, now (hb).
 _ONE_QUEUE = "SELECT id FROM q WHERE NOT paused"
 _ONE_PLAIN = (
     f"{_ONE_QUEUE} AND rate_limit_milli IS NULL AND max_in_flight IS NULL"
-    " AND (%s OR NOT EXISTS (SELECT 1 FROM p))"
+    " AND (%s OR NOT EXISTS (SELECT 1 FROM p) AND NOT EXISTS (SELECT 1 FROM l))"
+)
+_ONE_LAPSED = (
+    "SELECT 1 FROM mqlite_message WHERE %s AND queue_id = (SELECT id FROM q)"
+    " AND state = 'locked' AND locked_until <= %s LIMIT 1"
 )
 _one_sql: dict[str, str] = {}
 
@@ -470,8 +479,10 @@ def _one_statement(dialect: Dialect) -> str:
         count = totals.counted_sql(dialect, "delivered", "SELECT id FROM q", "c")
         sql = (
             f"WITH q AS (SELECT {QUEUE_COLUMNS} FROM mqlite_queue WHERE name = %s),"
-            f" p AS ({promote} RETURNING 1), c AS ({claim}), hb AS ({touch}), t AS ({count})"
-            " SELECT (SELECT count(*) FROM p), q.*, c.* FROM q LEFT JOIN c ON true"
+            f" p AS ({promote} RETURNING 1), l AS ({_ONE_LAPSED}), c AS ({claim}),"
+            f" hb AS ({touch}), t AS ({count})"
+            " SELECT (SELECT count(*) FROM p), (SELECT count(*) FROM l), q.*, c.*"
+            " FROM q LEFT JOIN c ON true"
         )
         _one_sql[dialect.vendor] = sql
     return sql
@@ -490,7 +501,13 @@ def _claim_one(args: ReceiveArgs) -> list[Received]:
     limited queue, a missing one) goes to ``_claim``, which gives the same answer.
     A statement that promoted scheduled messages claims nothing, and a second one
     claims, in the claim order, with what it promoted (as the general claim, it does not
-    wait for what it promotes itself: with more due than ``REAP_CHUNK``)."""
+    wait for what it promotes itself: with more due than ``REAP_CHUNK``).
+
+    The queue's expired leases: when they are due (``maintenance.queue_leases_due``)
+    the statement also asks whether one has lapsed, and only then claims nothing, the
+    reaper's statement returns them (``maintenance.expire_locks``) and a second
+    statement claims; the general claim runs that return before every due claim, a
+    statement and a commit more (every fifth pickup of a trickle, docs/benchmark.md)."""
     alias = args.alias
     if (
         not dialect_for(alias).writable_cte
@@ -500,41 +517,50 @@ def _claim_one(args: ReceiveArgs) -> list[Received]:
         or (args.group_batch and args.max_messages > 1)
     ):
         return _claim(args)
-    maintenance.expire_queue_locks(alias, args.queue)
     cursor, dialect = databases.ctx(alias)
-    first = _run_one(cursor, dialect, alias, args)
+    first = _run_one(cursor, dialect, alias, args, maintenance.queue_leases_due(alias, args.queue))
     if first is None:
         return _claim(args)  # no such queue: the general path says so
-    q, promoted, rows = first
+    q, promoted, lapsed, rows = first
+    if lapsed:
+        maintenance.expire_locks(alias, args.queue)
     if q.paused:
         return []
     if q.limited:
         return _claim(args)
-    if promoted:
+    if promoted or lapsed:
         # It claimed nothing: the claim order (priority, then seq) takes in what it
-        # promoted, which this second statement sees as active.
+        # promoted and what the leases' return made active, which this second statement
+        # sees as active.
         again = _run_one(cursor, dialect, alias, args, anyway=True)
-        rows = [] if again is None else again[2]
+        rows = [] if again is None else again[3]
     rows.sort(key=_best_first)
     return Claimed(to_received(q, r, dialect, alias, args.worker_id) for r in rows)
 
 
 def _run_one(
-    cursor: CursorWrapper, dialect: Dialect, alias: str, args: ReceiveArgs, anyway: bool = False
-) -> tuple[QueueRow, int, list[ClaimedRow]] | None:
-    """Run the one-statement claim (``anyway``: claim even when it promoted): the queue,
-    how many messages it promoted, and the rows it claimed; None when there is no such
+    cursor: CursorWrapper,
+    dialect: Dialect,
+    alias: str,
+    args: ReceiveArgs,
+    leases: bool = False,
+    anyway: bool = False,
+) -> tuple[QueueRow, int, int, list[ClaimedRow]] | None:
+    """Run the one-statement claim (``leases``: look for a lapsed lease; ``anyway``:
+    claim even when it promoted or found one): the queue, how many messages it promoted,
+    whether a lease lapsed (1 or 0), and the rows it claimed; None when there is no such
     queue."""
     now = now_ms()
-    params = [args.queue, now, current().reap_chunk, now, args.lock_ms, args.worker_id, now]
-    params += [anyway, now, args.max_messages, now, args.worker_id, now]
+    params = [args.queue, now, current().reap_chunk, leases, now]
+    params += [now, args.lock_ms, args.worker_id, now, anyway, now, args.max_messages]
+    params += [now, args.worker_id, now]
     prepared.execute(cursor, alias, "claim", _one_statement(dialect), params)
     got = cursor.fetchall()
     if not got:
         return None
-    queue_end = 1 + _QUEUE_WIDTH
+    queue_end = 2 + _QUEUE_WIDTH
     rows = [ClaimedRow(*r[queue_end:]) for r in got if r[queue_end] is not None]
-    return QueueRow(*got[0][1:queue_end]), int(got[0][0]), rows
+    return QueueRow(*got[0][2:queue_end]), int(got[0][0]), int(got[0][1]), rows
 
 
 class Claimed(list[Received]):

@@ -152,17 +152,28 @@ _queue_leases_lock = threading.Lock()
 def expire_queue_locks(alias: str, queue: str) -> int:
     """What a receive on ``queue`` runs before its claim, in a statement and transaction
     of its own: ``expire_locks`` for that queue, at most every ``QUEUE_LEASES_EVERY_MS``
-    in this process. A visibility timeout then ends on time with no reaper running (an
-    SQS-only deployment is a web server); delivery counts, dead-lettering and the line
-    of a group are the reaper's, because it is the reaper's statement. The interval runs
-    on the engine's clock (a frozen clock in tests); a clock that went back runs it."""
+    in this process (``queue_leases_due``). A visibility timeout then ends on time with
+    no reaper running (an SQS-only deployment is a web server); delivery counts,
+    dead-lettering and the line of a group are the reaper's, because it is the reaper's
+    statement. PostgreSQL's one-statement claim asks its own statement whether a lease
+    lapsed and runs ``expire_locks`` only then (``claim._claim_one``)."""
+    if not queue_leases_due(alias, queue):
+        return 0
+    return expire_locks(alias, queue)
+
+
+def queue_leases_due(alias: str, queue: str) -> bool:
+    """Whether a receive on ``queue`` returns the queue's expired leases now: at most
+    every ``QUEUE_LEASES_EVERY_MS`` per queue and process, counted from this call when
+    it says yes. The interval runs on the engine's clock (a frozen clock in tests); a
+    clock that went back makes it due."""
     key, now = (alias, queue), now_ms()
     with _queue_leases_lock:
         last = _queue_leases_at.get(key)
         if last is not None and 0 <= now - last < QUEUE_LEASES_EVERY_MS:
-            return 0
+            return False
         _queue_leases_at[key] = now
-    return expire_locks(alias, queue)
+    return True
 
 
 # Locks held by a worker that is not alive (liveness.py). Parameter: the boundary,

@@ -3,8 +3,10 @@ the idle-cost tests pin (an idle worker's transactions a second, a trickle's per
 
 A transaction is what PostgreSQL's ``pg_stat_database.xact_commit`` would count for the
 process: each commit of an ``atomic`` block, and each statement run in autocommit mode
-(outside any block, every statement is a transaction of its own, a read as well). Only
-Django's connections are counted; the LISTEN connection and the SQLite commit watcher
+(outside any block, every statement is a transaction of its own, a read as well; on
+SQLite a read in autocommit mode commits nothing and is not counted). Statements on the
+engine's own cursor (``engine/cursor.py``, which skips Django's cursor wrapper) count
+as Django's do. Only Django's connections are counted; the LISTEN connection and the SQLite commit watcher
 hold connections of their own that commit nothing (LISTEN and ``PRAGMA data_version``).
 """
 
@@ -18,6 +20,8 @@ from typing import Any
 
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.utils import CursorWrapper
+
+from django_mqlite.engine.cursor import DirectEngineCursor
 
 
 class Transactions:
@@ -50,6 +54,7 @@ def counting(alias: str = "default") -> Iterator[Transactions]:
     counted = Transactions(alias)
     commit: Callable[..., Any] = BaseDatabaseWrapper.commit
     execute: Callable[..., Any] = CursorWrapper._execute
+    direct: Callable[..., Any] = DirectEngineCursor.execute
     executemany: Callable[..., Any] = CursorWrapper._executemany
 
     def counted_commit(self: BaseDatabaseWrapper) -> Any:
@@ -69,6 +74,14 @@ def counting(alias: str = "default") -> Iterator[Transactions]:
         autocommitted(self, sql)
         return out
 
+    def counted_direct(self: DirectEngineCursor, sql: Any, *args: Any) -> Any:
+        # The engine's own cursor (engine/cursor.py) skips ``CursorWrapper._execute``:
+        # PostgreSQL's one-statement claim runs on it in autocommit mode.
+        out = direct(self, sql, *args)
+        if self.db.vendor != "sqlite" or not str(sql).lstrip()[:6].upper() == "SELECT":
+            autocommitted(self, sql)  # (SQLite's read in autocommit mode commits nothing)
+        return out
+
     def counted_executemany(self: CursorWrapper, sql: Any, *args: Any) -> Any:
         out = executemany(self, sql, *args)
         autocommitted(self, sql)
@@ -76,10 +89,12 @@ def counting(alias: str = "default") -> Iterator[Transactions]:
 
     BaseDatabaseWrapper.commit = counted_commit  # type: ignore[method-assign]
     CursorWrapper._execute = counted_execute  # type: ignore[method-assign]
+    DirectEngineCursor.execute = counted_direct  # type: ignore[method-assign]
     CursorWrapper._executemany = counted_executemany  # type: ignore[method-assign]
     try:
         yield counted
     finally:
         BaseDatabaseWrapper.commit = commit  # type: ignore[method-assign]
         CursorWrapper._execute = execute  # type: ignore[method-assign]
+        DirectEngineCursor.execute = direct  # type: ignore[method-assign]
         CursorWrapper._executemany = executemany  # type: ignore[method-assign]
