@@ -117,7 +117,7 @@ def test_postgresqls_plain_claim_returns_leases_only_when_one_lapsed(
     the reaper's statement returns the lease and a second statement claims in the claim
     order (the returned message first)."""
     if connection.vendor != "postgresql":
-        pytest.skip("the one-statement claim needs data-modifying CTEs (PostgreSQL)")
+        pytest.skip("one statement needs data-modifying CTEs (PostgreSQL)")
     mq.receive(q)  # prepares the statement on this session
     clock.advance(maintenance.QUEUE_LEASES_EVERY_MS / 1000)
     first, second = mq.send(q, b"x"), mq.send(q, b"y")
