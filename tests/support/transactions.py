@@ -6,8 +6,9 @@ process: each commit of an ``atomic`` block, and each statement run in autocommi
 (outside any block, every statement is a transaction of its own, a read as well; on
 SQLite a read in autocommit mode commits nothing and is not counted). Statements on the
 engine's own cursor (``engine/cursor.py``, which skips Django's cursor wrapper) count
-as Django's do. Only Django's connections are counted; the LISTEN connection and the SQLite commit watcher
-hold connections of their own that commit nothing (LISTEN and ``PRAGMA data_version``).
+as Django's do. Only Django's connections are counted; the LISTEN connection and the
+SQLite commit watcher hold connections of their own that commit nothing (LISTEN and
+``PRAGMA data_version``; the watcher's checkpoint writes no transaction).
 """
 
 from __future__ import annotations
