@@ -312,8 +312,12 @@ ACCEPTED: dict[str, str] = {
     },
     "django_mqlite.engine.maintenance.x__reap__mutmut_1": "the default of _reap's quiet: "
     "its one caller, reap, always passes it",
-    "django_mqlite.engine.maintenance.x_expire_queue_locks__mutmut_10": "1 for 0 as the "
+    "django_mqlite.engine.maintenance.x_expire_queue_locks__mutmut_6": "1 for 0 as the "
     "count of a throttled lease return: its one caller (the receive) ignores the count",
+    "django_mqlite.engine.maintenance.x_expire_queue_locks__mutmut_2": "the lease-return "
+    "interval keyed without the database: a throttle, not a rule (the reaper's statement "
+    "decides what returns); with two databases holding a queue of one name, one's return "
+    "could run up to QUEUE_LEASES_EVERY_MS later, which no test of one queue a name can see",
     **{
         f"django_mqlite.engine.send.x_{fn}__mutmut_{i}": "zip()'s strict check over lists "
         "of one length: the rows and their dependency references are both built from the "
@@ -433,19 +437,26 @@ ACCEPTED: dict[str, str] = {
     _RES + "xǁMQLiteTaskResultǁarefresh__mutmut_4": "thread_sensitive=True left out: it "
     "is sync_to_async's default",
     **{_CLAIM + f"x__claim_statement__mutmut_{i}": _CACHE for i in (6, 7, 50)},
-    **{_CLAIM + f"x__one_statement__mutmut_{i}": _CACHE for i in (1, 2, 56)},
+    **{_CLAIM + f"x__one_statement__mutmut_{i}": _CACHE for i in (1, 2, 59)},
     _CLAIM + "x__one_statement__mutmut_18": _FALSY + " (delete: the same statement, cached "
     "under another key)",
     **{
-        _CLAIM + f"x__one_statement__mutmut_{i}": "the CTE names q, p and c in capitals "
+        _CLAIM + f"x__one_statement__mutmut_{i}": "the CTE names q, p, l and c in capitals "
         + _PG_FOLDS
-        for i in (49, 51, 55)
+        for i in (49, 51, 55, 58)
     },
     **{
         _CLAIM + f"x__run_one__mutmut_{i}": "the prepared statement's label: its name "
         "also holds the digest of its text, which keeps it unique"
-        for i in (8, 16, 17)
+        for i in (11, 19, 20)
     },
+    _CLAIM + "x__run_one__mutmut_1": "the default of leases made True: the one call that "
+    "leaves it out passes anyway=True, which claims whatever the look finds, and reads "
+    "only the claimed rows of its answer",
+    _CLAIM + "x__claim_one__mutmut_28": "the lease-return interval keyed without the "
+    "database: a throttle, not a rule (the reaper's statement decides what returns); "
+    "with two databases holding a queue of one name, one's return could run up to "
+    "QUEUE_LEASES_EVERY_MS later, which no test of one queue a name can see",
     **{_CLAIM + f"x__promote_statement__mutmut_{i}": _CACHE for i in (1, 2, 14)},
     **{
         _CLAIM + f"x__claim_statement__mutmut_{i}": "a default of _claim_statement: its callers "

@@ -61,8 +61,15 @@ def test_a_group_keeps_its_line_when_its_head_returns(q: str, clock: mq.clock.Fr
     assert (m.seq, m.delivery_count) == (head, 2)  # the head again, never the next one
 
 
+#: A plain receive, and one with a byte budget: on PostgreSQL the first is the
+#: one-statement claim, which asks for lapsed leases itself, the second the general claim,
+#: which runs ``expire_queue_locks`` first (as every claim on SQLite and MariaDB).
+PATHS = [{}, {"max_bytes": 10**6}]
+
+
+@pytest.mark.parametrize("how", PATHS)
 def test_only_the_received_queue_is_touched(
-    make_queue: object, clock: mq.clock.FrozenClock
+    make_queue: object, clock: mq.clock.FrozenClock, how: dict[str, int]
 ) -> None:
     mq.create_queue("one")
     mq.create_queue("two")
@@ -71,9 +78,48 @@ def test_only_the_received_queue_is_touched(
     mq.receive("one", lock_duration=1)
     mq.receive("two", lock_duration=1)
     clock.advance(1)
-    assert len(mq.receive("one")) == 1
+    assert len(mq.receive("one", **how)) == 1
     assert [m.state for m in mq.peek("two")] == ["locked"]  # left for its own receive
     assert maintenance.expire_locks("default") == 1  # or the reaper
+
+
+@pytest.mark.parametrize("how", PATHS)
+def test_each_queue_has_its_own_interval(
+    make_queue: object, clock: mq.clock.FrozenClock, how: dict[str, int]
+) -> None:
+    """A receive on one queue does not put off the next queue's return."""
+    mq.create_queue("one")
+    mq.create_queue("two")
+    mq.send("one", b"x")
+    two = mq.send("two", b"y")
+    mq.receive("one", lock_duration=1)
+    mq.receive("two", lock_duration=1)
+    clock.advance(1)
+    assert len(mq.receive("one", **how)) == 1
+    (again,) = mq.receive("two", **how)
+    assert (again.seq, again.delivery_count) == (two, 2)
+
+
+def test_one_return_per_interval_even_in_the_same_millisecond(
+    q: str, clock: mq.clock.FrozenClock
+) -> None:
+    """The general claim (a byte budget; every claim on SQLite and MariaDB) runs the
+    return once in an interval, counted as statements: the second receive of the same
+    instant runs none, and the first after the interval one again."""
+
+    def returns() -> int:
+        with CaptureQueriesContext(connection) as ctx:
+            mq.receive(q, max_bytes=10**6)
+        sql = [statement_text(s["sql"]) for s in ctx.captured_queries]
+        return sum(s.startswith(RECLAIM) or EXPIRED in s for s in sql)
+
+    mq.send(q, b"x")
+    assert returns() == 1
+    assert returns() == 0  # the same millisecond of the frozen clock
+    clock.advance(maintenance.QUEUE_LEASES_EVERY_MS / 1000 - 0.001)
+    assert returns() == 0
+    clock.advance(0.001)
+    assert returns() == 1
 
 
 def test_at_most_one_return_per_interval_per_queue(q: str, clock: mq.clock.FrozenClock) -> None:
