@@ -67,17 +67,24 @@ def test_a_group_keeps_its_line_when_its_head_returns(q: str, clock: mq.clock.Fr
 PATHS = [{}, {"max_bytes": 10**6}]
 
 
+def two_lapsed(clock: mq.clock.FrozenClock) -> int:
+    """Queues "one" and "two" with a message each whose lease has just lapsed (both
+    receives looked at the same instant); the seq of two's."""
+    mq.create_queue("one")
+    mq.create_queue("two")
+    mq.send("one", b"x")
+    two = mq.send("two", b"y")
+    mq.receive("one", lock_duration=1)
+    mq.receive("two", lock_duration=1)
+    clock.advance(1)
+    return two
+
+
 @pytest.mark.parametrize("how", PATHS)
 def test_only_the_received_queue_is_touched(
     make_queue: object, clock: mq.clock.FrozenClock, how: dict[str, int]
 ) -> None:
-    mq.create_queue("one")
-    mq.create_queue("two")
-    mq.send("one", b"x")
-    mq.send("two", b"y")
-    mq.receive("one", lock_duration=1)
-    mq.receive("two", lock_duration=1)
-    clock.advance(1)
+    two_lapsed(clock)
     assert len(mq.receive("one", **how)) == 1
     assert [m.state for m in mq.peek("two")] == ["locked"]  # left for its own receive
     assert maintenance.expire_locks("default") == 1  # or the reaper
@@ -88,13 +95,7 @@ def test_each_queue_has_its_own_interval(
     make_queue: object, clock: mq.clock.FrozenClock, how: dict[str, int]
 ) -> None:
     """A receive on one queue does not put off the next queue's return."""
-    mq.create_queue("one")
-    mq.create_queue("two")
-    mq.send("one", b"x")
-    two = mq.send("two", b"y")
-    mq.receive("one", lock_duration=1)
-    mq.receive("two", lock_duration=1)
-    clock.advance(1)
+    two = two_lapsed(clock)
     assert len(mq.receive("one", **how)) == 1
     (again,) = mq.receive("two", **how)
     assert (again.seq, again.delivery_count) == (two, 2)
