@@ -461,7 +461,7 @@ _ONE_PLAIN = (
 )
 _ONE_LAPSED = (
     "SELECT 1 FROM mqlite_message WHERE %s AND queue_id = (SELECT id FROM q)"
-    " AND state = 'locked' AND locked_until <= %s LIMIT 1"
+    f" AND {maintenance.LAPSED} LIMIT 1"
 )
 _one_sql: dict[str, str] = {}
 

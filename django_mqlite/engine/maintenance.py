@@ -112,6 +112,11 @@ def apply_reclaimed(cursor: CursorWrapper, dialect: Dialect, fetched: list[Any])
     tally.buried(cursor, dialect, dead, "exhausted")
 
 
+#: A lease that ran out: the rows ``expire_locks`` returns, and the rows whose presence
+#: makes PostgreSQL's one-statement claim return them first (``claim._ONE_LAPSED``).
+LAPSED = "state = 'locked' AND locked_until <= %s"
+
+
 def expire_locks(alias: str, queue: str | None = None) -> int:
     """Return the leases that ran out (``reclaim_sql``'s rule): of every queue (the
     reaper, seeking ``mqlite_msg_lease``), or of ``queue`` alone (a receive on it, see
@@ -129,7 +134,7 @@ def expire_locks(alias: str, queue: str | None = None) -> int:
         cursor.execute(
             reclaim_sql(
                 dialect,
-                f"{where}state = 'locked' AND locked_until <= %s ORDER BY locked_until",
+                f"{where}{LAPSED} ORDER BY locked_until",
                 index,
             ),
             [now, now, *scope, now, _chunk()],

@@ -79,7 +79,7 @@ def counting(alias: str = "default") -> Iterator[Transactions]:
         # The engine's own cursor (engine/cursor.py) skips ``CursorWrapper._execute``:
         # PostgreSQL's one-statement claim runs on it in autocommit mode.
         out = direct(self, sql, *args)
-        if self.db.vendor != "sqlite" or not str(sql).lstrip()[:6].upper() == "SELECT":
+        if self.db.vendor != "sqlite" or str(sql).lstrip()[:6].upper() != "SELECT":
             autocommitted(self, sql)  # (SQLite's read in autocommit mode commits nothing)
         return out
 
