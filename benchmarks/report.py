@@ -111,8 +111,8 @@ BROKER_SYSTEMS = {  # benchmarks/brokers/systems.py
 
 def brokers_table(data: dict[str, Any]) -> str:
     """The brokers scenario: per database, a row per system with its drain (start-up
-    included, and steady), CPU per task, pickup p50/p95/p99, and django-mqlite's ratio to
-    it on the drain."""
+    included, and steady), CPU per task, pickup p50/p95/p99 (a warm producer), a fresh
+    producer's first pickup, and django-mqlite's ratio to it on the drain."""
     lines = []
     flats = {db: flatten(data["results"][db]) for db in data["results"]}
     for db in data["results"]:
@@ -124,9 +124,10 @@ def brokers_table(data: dict[str, Any]) -> str:
         lines += [f"**{db}** (N = {n})", ""]
         lines.append(
             "| system | drain, start-up included [CPU per task] | steady | pickup p50 / p95 / "
-            "p99 (ms) | django-mqlite's drain against it |"
+            "p99 (ms) | a fresh producer's first pickup (ms) | django-mqlite's drain against "
+            "it |"
         )
-        lines.append("|---|---|---|---|---|")
+        lines.append("|---|---|---|---|---|---|")
         for key, label in BROKER_SYSTEMS.items():
             source = flat
             if flat.get(f"{key}.brokers_drain", {}).get("skipped") == ONCE:
@@ -141,11 +142,13 @@ def brokers_table(data: dict[str, Any]) -> str:
                 pickup = f"{pick['p50']:.1f} / {pick['p95']:.1f} / {pick['p99']:.1f}"
             else:
                 pickup = "skipped" if "skipped" in pick else "-"
+            fresh = ", ".join(f"{v:.1f}" for v in pick.get("fresh_ms", [])) or "-"
             ratio = ""
             if key != "mqlite" and "median" in drain and ours and "median" in ours:
                 ratio = f"{ours['median'] / drain['median']:.1f}x"
             lines.append(
-                f"| {label} | {_fmt(drain, '/s')} | {_fmt(steady, '/s')} | {pickup} | {ratio} |"
+                f"| {label} | {_fmt(drain, '/s')} | {_fmt(steady, '/s')} | {pickup} | {fresh} "
+                f"| {ratio} |"
             )
         lines.append("")
     return "\n".join(lines)

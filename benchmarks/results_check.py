@@ -68,7 +68,7 @@ _BACKLOG = re.compile(r"(mqlite|tasks_db)\.claim_(\d+)$")
 FIELDS = {
     "unit", "min", "median", "max", "samples", "n", "load", "cpu_us_per_msg", "note", "body",
     "steady_median", "backlog", "p99", "first", "last", "growth", "msg_per_s", "timeline",
-    "p50", "p95", "every_ms", "slowest",
+    "p50", "p95", "every_ms", "slowest", "fresh_ms",
 }  # fmt: skip
 
 # Sizes added after results files were committed: a file may lack them.

@@ -1,7 +1,14 @@
-"""``python -m benchmarks.brokers.produce SYSTEM N [--every SECONDS]``: enqueue N of the
-record task through SYSTEM's own API, in a process of its own. With ``--every``, one
-task each SECONDS carrying the wall time it was enqueued at (the pickup-latency run);
-without, as fast as the API goes, unmeasured (the backlog a drain starts from)."""
+"""``python -m benchmarks.brokers.produce SYSTEM N [--every SECONDS [--warm SECONDS]]``:
+enqueue N of the record task through SYSTEM's own API, in a process of its own. With
+``--every``, one task each SECONDS carrying the wall time it was enqueued at (the
+pickup-latency run); without, as fast as the API goes, unmeasured (the backlog a drain
+starts from).
+
+With ``--warm``, the process first sends one task of its own (timed like the others: the
+pickup of a fresh producer's first task, its connection and first statements included),
+waits until a worker has recorded it, stays idle for ``--warm`` seconds, and only then
+sends the N: those are sent by a producer that is warm, as a web process's long-lived
+connection or broker pool is, into a worker that is warm and idle."""
 
 from __future__ import annotations
 
@@ -50,13 +57,30 @@ def _sender(system: str) -> Callable[[float | None], Any]:
     raise SystemExit(f"unknown system {system!r}")
 
 
+def _warm_up(send: Callable[[float | None], Any], idle_s: float) -> None:
+    """One timed task, waited for (2 minutes at most), then ``idle_s`` of nothing."""
+    from . import record
+
+    before = record.done()
+    send(time.time())
+    deadline = time.monotonic() + 120
+    while record.done() <= before:
+        if time.monotonic() > deadline:
+            raise SystemExit("the warm-up task was not recorded within 120 s")
+        time.sleep(0.005)
+    time.sleep(idle_s)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("system")
     parser.add_argument("n", type=int)
     parser.add_argument("--every", type=float, default=0.0)
+    parser.add_argument("--warm", type=float, default=None)
     args = parser.parse_args()
     send = _sender(args.system)
+    if args.warm is not None:
+        _warm_up(send, args.warm)
     if args.every:
         next_at = time.perf_counter()
         for _ in range(args.n):

@@ -11,8 +11,11 @@ For each system, with the same N and the same task (it records its start in Redi
 - ``brokers_drain_steady``: the same run, start-up excluded the same way for every
   system: the counter is polled every 5 ms, and the rate is the tasks recorded between
   its first and last observed change over the time between them.
-- ``pickup``: a warm, idle worker; one task every 50 ms, each carrying the wall time it
-  was enqueued at; p50/p95/p99 of start minus enqueue, in milliseconds.
+- ``pickup``: a warm, idle worker and a warm producer; one task every 50 ms, each
+  carrying the wall time it was enqueued at; p50/p95/p99 of start minus enqueue, in
+  milliseconds. The producer is a process of its own: its first task (connecting,
+  the first statements of a new database session or broker channel) is timed apart,
+  as ``fresh_ms``, one per repeat, before a second idle pause and the measured tasks.
 
 A system whose service (Redis, RabbitMQ, PostgreSQL) does not answer is skipped with
 that reason. procrastinate runs on PostgreSQL only and is measured in the PostgreSQL run.
@@ -38,6 +41,7 @@ from ..harness import ROOT, Context, rate, reset, skipped, summary
 
 POLL_S = 0.005
 PICKUP_EVERY_S = 0.05
+IDLE_S = 1.0
 
 
 def _env(system: System) -> dict[str, str]:
@@ -78,10 +82,14 @@ def _procrastinate_ready(*, truncate: bool = False) -> None:
             c.execute("TRUNCATE procrastinate_jobs CASCADE")
 
 
-def _produce(system: System, n: int, every: float = 0.0) -> subprocess.Popen[bytes]:
+def _produce(
+    system: System, n: int, every: float = 0.0, warm: float | None = None
+) -> subprocess.Popen[bytes]:
     cmd = [sys.executable, "-m", "benchmarks.brokers.produce", system.name, str(n)]
     if every:
         cmd += ["--every", str(every)]
+    if warm is not None:
+        cmd += ["--warm", str(warm)]
     return subprocess.Popen(cmd, env=_env(system), stdout=subprocess.DEVNULL)  # noqa: S603
 
 
@@ -169,25 +177,28 @@ def _drain(system: System, n: int, steady: list[float]) -> tuple[float, float]:
     return rate(n, seconds), cpu / n * 1e6
 
 
-def _pickup_once(system: System, samples: int) -> list[float]:
-    """One pickup run: the latencies (ms) of ``samples`` tasks, one every 50 ms, into
-    a warm, idle worker."""
+def _pickup_once(system: System, samples: int) -> tuple[float, list[float]]:
+    """One pickup run: the latency (ms) of a fresh producer's first task, and those of
+    ``samples`` tasks, one every 50 ms, from that producer, warm, into a warm, idle
+    worker."""
     _empty(system)
     worker = Worker(system)
     try:
         # Warm: the worker has started and run one task before the clock matters.
         _produce(system, 1, PICKUP_EVERY_S).wait(120)
         _wait_for(worker, 1, 120, [])
-        time.sleep(1.0)  # idle, as a worker between bursts is
-        producer = _produce(system, samples, PICKUP_EVERY_S)
-        _wait_for(worker, samples + 1, samples * PICKUP_EVERY_S + 120, [])
-        producer.wait(60)
+        time.sleep(IDLE_S)  # idle, as a worker between bursts is
+        # The producer's own first task, then IDLE_S again, then the samples.
+        producer = _produce(system, samples, PICKUP_EVERY_S, warm=IDLE_S)
+        _wait_for(worker, samples + 2, samples * PICKUP_EVERY_S + 240, [])
+        if producer.wait(60) != 0:
+            raise RuntimeError(f"{system.name}: the pickup producer failed")
     finally:
         worker.stop()
     ms = [v * 1000 for v in record.latencies()[1:]]
-    if len(ms) != samples:
-        raise RuntimeError(f"{system.name}: {len(ms)} latencies of {samples}")
-    return ms
+    if len(ms) != samples + 1:
+        raise RuntimeError(f"{system.name}: {len(ms)} latencies of {samples + 1}")
+    return ms[0], ms[1:]
 
 
 def _percentile(ordered: list[float], p: float) -> float:
@@ -197,12 +208,15 @@ def _percentile(ordered: list[float], p: float) -> float:
 def _pickup(ctx: Context, system: System, samples: int) -> dict[str, Any]:
     """The median of each repeat's p50, with p50/p95/p99 over every latency measured,
     and each repeat's three slowest pickups as [which task of the run (0: the first),
-    milliseconds] (what the p99 of a run is: its second slowest of 200)."""
+    milliseconds] (what the p99 of a run is: its second slowest of 200), and each
+    repeat's fresh producer's first pickup (``fresh_ms``, not among the others)."""
     medians: list[float] = []
     everything: list[float] = []
     slowest: list[list[list[float]]] = []
+    fresh: list[float] = []
     for _ in range(ctx.repeat):
-        run = _pickup_once(system, samples)
+        first, run = _pickup_once(system, samples)
+        fresh.append(round(first, 2))
         top = sorted(range(len(run)), key=run.__getitem__)[-3:]
         slowest.append([[i, round(run[i], 2)] for i in reversed(top)])
         ms = sorted(run)
@@ -218,6 +232,7 @@ def _pickup(ctx: Context, system: System, samples: int) -> dict[str, Any]:
         p99=_percentile(everything, 0.99),
         every_ms=PICKUP_EVERY_S * 1000,
         slowest=slowest,
+        fresh_ms=fresh,
     )
 
 

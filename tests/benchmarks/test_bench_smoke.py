@@ -276,7 +276,7 @@ def _brokers_file(n: int) -> dict[str, Any]:
         "celery_redis.brokers_drain": summary([250.0], "tasks/s", n=n, cpu_us_per_msg=2000.0),
         "celery_redis.brokers_drain_steady": summary([345.0], "tasks/s", n=n),
         "celery_redis.pickup": summary(
-            [4.5], "ms", n=200, p50=4.5, p95=5.0, p99=5.8, every_ms=50.0
+            [4.5], "ms", n=200, p50=4.5, p95=5.0, p99=5.8, every_ms=50.0, fresh_ms=[7.08]
         ),
         "rq.brokers_drain": {"skipped": "redis does not answer on 127.0.0.1:6379"},
     }
@@ -295,8 +295,9 @@ def test_a_brokers_results_file_checks_and_renders_its_table() -> None:
     data = _brokers_file(30_000)
     assert problems(data) == []
     table = brokers_table(data)
-    assert "| Celery, Redis | 250 [2,000 µs CPU] | 345 | 4.5 / 5.0 / 5.8 | 4.0x |" in table
-    assert "| RQ, Redis | skipped | - | - |  |" in table
+    assert "| Celery, Redis | 250 [2,000 µs CPU] | 345 | 4.5 / 5.0 / 5.8 | 7.1 | 4.0x |" in table
+    assert "| django-mqlite | 1,000 [900 µs CPU] | 1,400 | 8.0 / 12.0 / 16.0 | - |  |" in table
+    assert "| RQ, Redis | skipped | - | - | - |  |" in table
 
 
 def test_a_brokers_result_at_another_n_is_refused() -> None:
@@ -304,3 +305,52 @@ def test_a_brokers_result_at_another_n_is_refused() -> None:
 
     found = problems(_brokers_file(3_000))
     assert any("mqlite.brokers_drain: n is 3000, the harness uses 30000" in p for p in found)
+
+
+def test_a_pickup_producer_warms_up_before_the_measured_tasks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``produce --warm``: one timed task of its own, waited for until a worker recorded
+    it, then the idle pause, and only then the measured tasks."""
+    from benchmarks.brokers import produce, record
+
+    events: list[tuple[str, Any]] = []
+    recorded = [1]  # the worker's own warm-up task, already recorded
+
+    def send(enqueued_at: float | None) -> None:
+        events.append(("send", enqueued_at))
+
+    def done() -> int:
+        # The worker records the producer's task on the third look after it was sent.
+        sent = [i for i, e in enumerate(events) if e[0] == "send"]
+        if sent and sum(1 for e in events[sent[0] :] if e[0] == "look") >= 2:
+            recorded[0] = 2
+        events.append(("look", None))
+        return recorded[0]
+
+    monkeypatch.setattr(record, "done", done)
+    monkeypatch.setattr(produce.time, "sleep", lambda s: events.append(("sleep", s)))
+    produce._warm_up(send, 1.5)
+
+    kinds = [e[0] for e in events]
+    assert kinds[0] == "look"  # the count before
+    assert kinds[1] == "send" and isinstance(events[1][1], float)  # timed
+    assert kinds.count("send") == 1
+    assert events[-1] == ("sleep", 1.5)  # the idle pause, after the task was recorded
+    assert kinds[-2] == "look" and recorded[0] == 2
+    assert kinds.count("look") == 4  # it waited: looked until the task was recorded
+
+
+def test_a_fresh_producers_first_pickup_is_reported_apart(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from benchmarks.harness import Context
+    from benchmarks.scenarios import brokers
+
+    runs = iter([(40.0, [1.0, 2.0, 3.0, 4.0]), (30.0, [2.0, 2.0, 2.0, 9.0])])
+    monkeypatch.setattr(brokers, "_pickup_once", lambda system, samples: next(runs))
+    ctx = Context(db="sqlite", quick=True, repeat=2)
+    got = brokers._pickup(ctx, object(), 4)  # type: ignore[arg-type]
+    assert got["fresh_ms"] == [40.0, 30.0]
+    assert got["p99"] == 9.0  # the slowest of the measured eight, not the fresh 40
+    assert got["slowest"][0][0] == [3, 4.0]
