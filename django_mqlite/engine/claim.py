@@ -369,8 +369,9 @@ def claim(args: ReceiveArgs) -> list[Received]:
     """One claim (no waiting) with checked arguments: a replay of the attempt, or up to
     ``max_messages`` (and ``max_bytes``) of the queue's claimable messages. The queue's
     expired leases return first, in the reaper's statement (``expire_locks``) at most
-    every ``QUEUE_LEASES_EVERY_MS``: before the claim (``expire_queue_locks``), or on
-    PostgreSQL's plain claim when its statement found one lapsed (``_claim_one``).
+    every ``QUEUE_LEASES_EVERY_MS``: before the claim (``expire_queue_locks``; on SQLite
+    in the claim's transaction), or on PostgreSQL's plain claim when its statement found
+    one lapsed (``_claim_one``).
 
     Every claim of every surface (a worker, ``receive``, ``areceive``, HTTP, SQS) comes
     here, so a claim that took messages is traced here, once (``tracing``). A claim
@@ -385,9 +386,17 @@ def claim(args: ReceiveArgs) -> list[Received]:
 
 def _claim(args: ReceiveArgs) -> list[Received]:
     alias = args.alias
-    maintenance.expire_queue_locks(alias, args.queue)
     cursor, dialect = databases.ctx(alias)
+    # The queue's expired leases return first. Where writers run concurrently the return
+    # commits on its own, so the claim's transaction never waits on rows it locked; where
+    # writes are serialized (SQLite: the claim holds the database's one write lock
+    # anyway) it joins the claim's transaction, a commit less (a savepoint of it).
+    together = not dialect.concurrent_writers
+    if not together:
+        maintenance.expire_queue_locks(alias, args.queue)
     with transaction.atomic(using=alias):
+        if together:
+            maintenance.expire_queue_locks(alias, args.queue)
         q = load_queue(cursor, args.queue)
         now = now_ms()
         if args.attempt_key is not None:

@@ -156,7 +156,8 @@ _queue_leases_lock = threading.Lock()
 
 def expire_queue_locks(alias: str, queue: str) -> int:
     """What a receive on ``queue`` runs before its claim, in a statement and transaction
-    of its own: ``expire_locks`` for that queue, at most every ``QUEUE_LEASES_EVERY_MS``
+    of its own (on SQLite, a savepoint of the claim's transaction: ``claim._claim``):
+    ``expire_locks`` for that queue, at most every ``QUEUE_LEASES_EVERY_MS``
     in this process (``queue_leases_due``). A visibility timeout then ends on time with
     no reaper running (an SQS-only deployment is a web server); delivery counts,
     dead-lettering and the line of a group are the reaper's, because it is the reaper's

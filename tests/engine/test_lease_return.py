@@ -13,7 +13,9 @@ from django.test.utils import CaptureQueriesContext
 
 import django_mqlite as mq
 from django_mqlite.engine import maintenance
+from django_mqlite.engine.dialects import dialect_for
 from tests.support.plans import statement_text
+from tests.support.transactions import counting
 
 pytestmark = pytest.mark.django_db
 
@@ -140,8 +142,9 @@ def test_at_most_one_return_per_interval_per_queue(q: str, clock: mq.clock.Froze
 
 def test_the_return_is_its_own_statement_before_the_claim(q: str) -> None:
     """Never inside the claim: the claim is the one statement it always was, and the
-    return runs before it (its own transaction). PostgreSQL's plain claim asks instead
-    (below); a claim with a byte budget takes the general path there too."""
+    return runs before it (its own transaction; on SQLite, first in the claim's, below).
+    PostgreSQL's plain claim asks instead (below); a claim with a byte budget takes the
+    general path there too."""
     mq.send(q, b"x")
     with CaptureQueriesContext(connection) as ctx:
         mq.receive(q, max_bytes=10**6)
@@ -154,6 +157,23 @@ def test_the_return_is_its_own_statement_before_the_claim(q: str) -> None:
     assert returned < claimed
     assert "CASE WHEN" not in sql[claimed]  # (a fresh token per row may be a CASE on seq)
     assert EXPIRED not in sql[claimed]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_return_commits_with_the_claim_where_writes_are_serialized(
+    q: str, clock: mq.clock.FrozenClock
+) -> None:
+    """SQLite serializes writes: a receive whose return is due commits it with its claim,
+    one transaction. Where writers run concurrently (PostgreSQL, MariaDB) the return
+    commits first, alone, so the claim's transaction never holds the rows it locked. (The
+    general claim, a byte budget: PostgreSQL's plain claim asks its statement instead.)"""
+    seq = mq.send(q, b"x")
+    mq.receive(q, lock_duration=1, max_bytes=10**6)
+    clock.advance(maintenance.QUEUE_LEASES_EVERY_MS / 1000 + 1)  # the return is due
+    with counting() as txns:
+        (again,) = mq.receive(q, max_bytes=10**6)
+    assert (again.seq, again.delivery_count) == (seq, 2)
+    assert txns.total() == (2 if dialect_for("default").concurrent_writers else 1)
 
 
 def test_postgresqls_plain_claim_returns_leases_only_when_one_lapsed(
