@@ -10,20 +10,44 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 _cond = threading.Condition()
 _generation: dict[str, int] = {}
 _watchers: set[Callable[[str], None]] = set()
 
 
+_noting = threading.local()
+
+
 def notify(queue: str) -> None:
+    noted: set[str] | None = getattr(_noting, "keys", None)
+    if noted is not None:
+        noted.add(queue)
     with _cond:
         _generation[queue] = _generation.get(queue, 0) + 1
         _cond.notify_all()
         watchers = list(_watchers)
     for watch in watchers:
         watch(queue)
+
+
+@contextmanager
+def noted() -> Iterator[set[str]]:
+    """The keys this thread notifies while the block runs: what a worker's own commit
+    announced (its ``on_commit`` wake-ups run in the committing thread: a group's next
+    message, ``lines``), apart from what other threads heard meanwhile (a NOTIFY, the
+    SQLite commit watcher, which sees the worker's own commits too)."""
+    outer = getattr(_noting, "keys", None)
+    keys: set[str] = set()
+    _noting.keys = keys
+    try:
+        yield keys
+    finally:
+        _noting.keys = outer
+        if outer is not None:
+            outer |= keys
 
 
 def announce(key: str) -> None:

@@ -698,20 +698,19 @@ class Worker:
             age = self.pool.oldest_done_age(time.monotonic())
             if not prefetch.flush_due(done, age, pending + running):
                 return
-        keys = list(self.consumers)
-        before = wakeup.generations(keys)
-        self.outcomes.update(settlement.flush_completions(self.pool, self.using))
-        delays = self.pool.retry_delays()
-        self.outcomes.update(settlement.flush_failures(self.pool, self.using))
+        with wakeup.noted() as announced:
+            self.outcomes.update(settlement.flush_completions(self.pool, self.using))
+            delays = self.pool.retry_delays()
+            self.outcomes.update(settlement.flush_failures(self.pool, self.using))
         for delay in delays:
             self._retry_at(delay)
-        after = wakeup.generations(keys)
-        if after != before:
-            # Woken meanwhile, perhaps by what this flush committed (the next message of
-            # a group's line, a dependent: ``lines``, ``dependencies``): on SQLite this
-            # connection's own commits leave its commit counter where it was, so claim
-            # those queues without asking it.
-            self._due |= {name for name in keys if after[name] != before[name]}
+        # What this flush's commits made claimable (the next message of a group's line, a
+        # dependent: ``lines``, ``dependencies``) is announced in this thread: claim those
+        # queues without asking the commit counter, which on SQLite this connection's own
+        # commits leave where it was. A wake-up another thread heard meanwhile (a send
+        # elsewhere; on SQLite the watcher, which sees this flush's commit too) is
+        # ``_woken_queues``'s to judge, so a flush alone never costs an empty claim.
+        self._due |= {name for name in self.consumers if name in announced}
 
     def _release(self, ds: list[Delivery]) -> None:
         settlement.release(ds, self.using)

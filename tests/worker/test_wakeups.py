@@ -83,6 +83,35 @@ def test_a_group_s_next_message_runs_when_another_process_completes_its_head() -
     assert started["next"] - completed < 2.0
 
 
+@override_settings(MQLITE={"HEARTBEAT_INTERVAL": 60})
+def test_a_group_s_next_message_runs_when_the_worker_itself_completes_its_head() -> None:
+    """The worker's own completion frees the line: its flush announced the queue in its
+    own thread (``wakeup.noted``), so it claims at once. On SQLite the commit watcher
+    sees that commit too, but leaves it alone (this connection's commit counter did not
+    move), so without the flush's own announcement the next message would wait for the
+    poll (a minute here)."""
+    mq.create_queue("own-lines", ordering="group_fifo")
+    started: dict[str, float] = {}
+    registry = Registry()
+    registry.register("own-lines", lambda msg: started.setdefault(msg.text(), time.monotonic()))
+    worker, thread = _running(registry, "own-lines")
+    try:
+        # A first message, so the worker's claims ask for more than one (a claim that
+        # takes all it asked for is claimed again at once, which would hide the rule).
+        mq.send("own-lines", "warm", group_id="w")
+        wait_for(lambda: "warm" in started, timeout=20, every=0.01, what="the first message")
+        time.sleep(0.3)
+        # One commit: the worker's claim takes the head, and its line holds the next.
+        mq.send_batch(
+            "own-lines",
+            [mq.OutMessage("head", group_id="g"), mq.OutMessage("next", group_id="g")],
+        )
+        wait_for(lambda: "next" in started, timeout=20, every=0.01, what="the next message")
+    finally:
+        _stop(worker, thread)
+    assert started["next"] - started["head"] < 2.0
+
+
 @override_settings(
     MQLITE={"RETRY_BACKOFF_BASE": 0.4, "RETRY_BACKOFF_CAP": 0.4, "HEARTBEAT_INTERVAL": 60}
 )
