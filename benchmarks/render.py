@@ -820,6 +820,19 @@ def _pickup(data: Data, db: str) -> str:
     )
 
 
+def _fresh(data: Data, db: str) -> str:
+    """A fresh producer's first pickup (each repeat's; their median), ours and Celery on
+    Redis's: what the pickup run's warm-up sets apart, shown beside the target."""
+    ours = _broker(data, db, "mqlite.pickup").get("fresh_ms")
+    celery = _broker(data, db, "celery_redis.pickup").get("fresh_ms")
+    if not ours or not celery:
+        return "not measured"
+    return (
+        f"{statistics.median(ours):.1f} ms against {statistics.median(celery):.1f}: "
+        f"{'no worse' if statistics.median(ours) <= statistics.median(celery) else 'worse'}"
+    )
+
+
 def brokers_targets(data: Data) -> str:
     """The brokers run against its targets, every cell from the results file."""
     dbs = [(db, label) for db, label in _DEFAULT_DBS if db in data["results"]]
@@ -841,7 +854,14 @@ def brokers_targets(data: Data) -> str:
             "drain, steady: ≥ 10× django-tasks-db and django-ox",
             lambda db: _least(data, db, "brokers_drain_steady"),
         ),
-        ("pickup p50 / p99 no worse than Celery on Redis", lambda db: _pickup(data, db)),
+        (
+            "pickup p50 / p99 (a warm producer) no worse than Celery on Redis",
+            lambda db: _pickup(data, db),
+        ),
+        (
+            "(not a target: a fresh producer's first pickup, against Celery on Redis's)",
+            lambda db: _fresh(data, db),
+        ),
     ]
     lines = ["| target | " + " | ".join(label for _, label in dbs) + " |"]
     lines.append("|---" * (1 + len(dbs)) + "|")

@@ -300,6 +300,21 @@ def test_a_brokers_results_file_checks_and_renders_its_table() -> None:
     assert "| RQ, Redis | skipped | - | - | - |  |" in table
 
 
+def test_the_brokers_targets_show_a_fresh_producers_first_pickup_beside_the_target() -> None:
+    from benchmarks.render import brokers_targets
+
+    data = _brokers_file(30_000)
+    targets = brokers_targets(data)
+    assert "| pickup p50 / p99 (a warm producer) no worse than Celery on Redis | 8.0 / 16.0 " in (
+        targets
+    )
+    assert "first pickup, against Celery on Redis's) | not measured |" in targets
+    data["results"]["sqlite"]["brokers"]["mqlite.pickup"]["fresh_ms"] = [5.0, 9.0, 6.0]
+    assert "first pickup, against Celery on Redis's) | 6.0 ms against 7.1: no worse |" in (
+        brokers_targets(data)
+    )
+
+
 def test_a_brokers_result_at_another_n_is_refused() -> None:
     from benchmarks.results_check import problems
 
