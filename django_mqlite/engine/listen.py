@@ -194,14 +194,9 @@ WATCH_S = 0.01
 WATCH_BURST = 4
 #: With inotify: how often the watcher looks anyway, should an event go missing.
 RECHECK_S = 1.0
-#: After the log was written with no new commit visible yet: how long the watcher looks
-#: again (``_settle``): ``SETTLE_FIRST_S`` after each new write to the log, otherwise
-#: after ``SETTLE_FIRST_S``, then twice that, up to every ``SETTLE_EVERY_S``. A commit
-#: publishes itself just after its last write, and the first write of its frames is what
-#: wakes the watcher: the first look nearly always comes too early (119 of 130 at a
-#: trickle, measured), and a step of 1 ms from the start cost a pickup 1.2-2.4 ms here.
+#: After the log was written with no new commit visible yet: how long, and how often,
+#: the watcher looks again (the commit publishes itself just after its last write).
 SETTLE_S = 0.05
-SETTLE_FIRST_S = 0.00025
 SETTLE_EVERY_S = 0.001
 #: With inotify: once the watcher has seen this many commits since its last checkpoint,
 #: and then the writes pause for ``CHECKPOINT_QUIET_S`` (no write to the log), it
@@ -340,7 +335,7 @@ class CommitWatcher(Service):
                     # visible yet: a commit
                     # writes its frames first and publishes them in the shared-memory
                     # index after (which inotify cannot see). Look again for a moment.
-                    now, gone = self._settle(conn, version, changes)
+                    now = self._settle(conn, version)
                 if now != version:
                     version = now
                     commits += 1
@@ -364,38 +359,17 @@ class CommitWatcher(Service):
         self.checkpoints += 1
         self.last_checkpoint = (int(log), int(done))
 
-    def _settle(
-        self, conn: sqlite3.Connection, version: int, changes: inotify.FileChanges
-    ) -> tuple[int, bool]:
-        """The commit counter once it moves, for up to ``SETTLE_S`` (a write that was no
-        commit, say a transaction spilling its pages or the last frames of a commit
-        already seen, leaves it where it was; a commit writes the log again), and
-        whether the log was replaced meanwhile. It looks ``SETTLE_FIRST_S`` after the log
-        is written again, otherwise after ``SETTLE_FIRST_S``, doubling up to
-        ``SETTLE_EVERY_S``."""
+    def _settle(self, conn: sqlite3.Connection, version: int) -> int:
+        """The commit counter once it moves, looking every ``SETTLE_EVERY_S`` for up to
+        ``SETTLE_S`` (a write that was no commit, say a transaction spilling its pages,
+        leaves it where it was; its commit writes the log again)."""
         deadline = time.monotonic() + SETTLE_S
-        fds = [changes.fileno(), self._woken.fileno()]
-        step, now = SETTLE_FIRST_S, version
-        while now == version:
-            left = deadline - time.monotonic()
-            if left <= 0:
+        now = version
+        while now == version and time.monotonic() < deadline:
+            if self.stopping.wait(SETTLE_EVERY_S):
                 break
-            ready, _, _ = select.select(fds, [], [], min(step, left))
-            if self.stopping.is_set():
-                break
-            if fds[0] in ready:
-                if changes.drain():
-                    return int(now), True
-                # A commit is being written: give it SETTLE_FIRST_S before looking. A
-                # look at each of its writes took the CPU from the writer (two cores,
-                # a watcher per worker process): its commit took longer, not shorter.
-                if self.stopping.wait(SETTLE_FIRST_S):
-                    break
-                step = SETTLE_FIRST_S
-            else:
-                step = min(step * 2, SETTLE_EVERY_S)
             now = conn.execute("PRAGMA data_version").fetchone()[0]
-        return int(now), False
+        return int(now)
 
 
 _shared: dict[str, Listener] = {}
