@@ -194,10 +194,18 @@ WATCH_S = 0.01
 WATCH_BURST = 4
 #: With inotify: how often the watcher looks anyway, should an event go missing.
 RECHECK_S = 1.0
-#: After the log was written with no new commit visible yet: how long, and how often,
-#: the watcher looks again (the commit publishes itself just after its last write).
+#: After the log was written with no new commit visible yet, how long the watcher looks
+#: again (``_settle``): ``SETTLE_FIRST_S`` after each new write to the log, and between
+#: writes at steps doubling from ``SETTLE_FIRST_S`` to ``SETTLE_EVERY_S``. A commit
+#: publishes itself just after its last write (after an fsync with ``synchronous=FULL``),
+#: and what wakes the watcher is its first write: the first look nearly always comes
+#: too early (119 of 130 at a trickle, measured). A commit's last writes also wake it
+#: after the commit was seen, and then nothing comes until the next commit: at a steady
+#: step of 1 ms that was 45-50 looks after every completion of a trickle, per worker
+#: process, about a third of a trickle's CPU on SQLite (docs/benchmark.md).
 SETTLE_S = 0.05
-SETTLE_EVERY_S = 0.001
+SETTLE_FIRST_S = 0.00025
+SETTLE_EVERY_S = 0.004
 #: With inotify: once the watcher has seen this many commits since its last checkpoint,
 #: and then the writes pause for ``CHECKPOINT_QUIET_S`` (no write to the log), it
 #: checkpoints the log (``PRAGMA wal_checkpoint(PASSIVE)``: no reader or writer waits
@@ -335,7 +343,7 @@ class CommitWatcher(Service):
                     # visible yet: a commit
                     # writes its frames first and publishes them in the shared-memory
                     # index after (which inotify cannot see). Look again for a moment.
-                    now = self._settle(conn, version)
+                    now, gone = self._settle(conn, version, changes)
                 if now != version:
                     version = now
                     commits += 1
@@ -359,17 +367,35 @@ class CommitWatcher(Service):
         self.checkpoints += 1
         self.last_checkpoint = (int(log), int(done))
 
-    def _settle(self, conn: sqlite3.Connection, version: int) -> int:
-        """The commit counter once it moves, looking every ``SETTLE_EVERY_S`` for up to
-        ``SETTLE_S`` (a write that was no commit, say a transaction spilling its pages,
-        leaves it where it was; its commit writes the log again)."""
+    def _settle(
+        self, conn: sqlite3.Connection, version: int, changes: inotify.FileChanges
+    ) -> tuple[int, bool]:
+        """The commit counter once it moves, for up to ``SETTLE_S``, and whether the log
+        was replaced meanwhile. A write that was no commit (a transaction spilling its
+        pages, the last frames of a commit already seen) leaves the counter where it
+        was; a commit writes the log again, and that write is looked at
+        ``SETTLE_FIRST_S`` after it, not at once: a look at each write of a commit took
+        the CPU from the writer (two cores, a watcher per worker process)."""
         deadline = time.monotonic() + SETTLE_S
-        now = version
-        while now == version and time.monotonic() < deadline:
-            if self.stopping.wait(SETTLE_EVERY_S):
+        fds = [changes.fileno(), self._woken.fileno()]
+        step, now = SETTLE_FIRST_S, version
+        while now == version:
+            left = deadline - time.monotonic()
+            if left <= 0:
                 break
+            ready, _, _ = select.select(fds, [], [], min(step, left))
+            if self.stopping.is_set():
+                break
+            if fds[0] in ready:
+                if changes.drain():
+                    return int(now), True
+                if self.stopping.wait(SETTLE_FIRST_S):
+                    break
+                step = SETTLE_FIRST_S
+            else:
+                step = min(step * 2, SETTLE_EVERY_S)
             now = conn.execute("PRAGMA data_version").fetchone()[0]
-        return int(now)
+        return int(now), False
 
 
 _shared: dict[str, Listener] = {}

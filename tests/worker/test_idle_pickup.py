@@ -134,9 +134,9 @@ def test_an_idle_watcher_does_not_spin_at_its_timed_rechecks(
     settles: list[int] = []
     real = watcher._settle
 
-    def settle(conn: Any, version: int) -> int:
+    def settle(conn: Any, version: int, changes: Any) -> tuple[int, bool]:
         settles.append(version)
-        return real(conn, version)
+        return real(conn, version, changes)
 
     monkeypatch.setattr(watcher, "_settle", settle)
     watcher.start()
