@@ -36,9 +36,16 @@ logger = logging.getLogger("django_mqlite.worker")
 class Pool:
     """``size`` handler threads fed from a pending queue.
 
-    ``backoff(attempt)`` gives the retry delay; ``wake()`` nudges the main loop when a
-    slot frees up or a completion is waiting to be flushed; ``observe(seconds)`` hears
-    how long each handler ran (the prefetch policy's measurement).
+    ``backoff(attempt)`` gives the retry delay; ``wake()`` nudges the main loop;
+    ``observe(seconds)`` hears how long each handler ran (the prefetch policy's
+    measurement).
+
+    A handler's return wakes the main loop when its settlement is the first one waiting
+    (the loop's sleep must now end at the group commit), and otherwise only when
+    ``needs_wake(waiting for a thread, running, finished and waiting to be settled)``
+    says it has something to do before the deadline it sleeps to (without
+    ``needs_wake``: always). Waking it for every return cost a pass of the loop per
+    message in a drain.
     """
 
     def __init__(
@@ -49,12 +56,14 @@ class Pool:
         backoff: Callable[[int], float],
         wake: Callable[[], None],
         observe: Callable[[float], None] | None = None,
+        needs_wake: Callable[[int, int, int], bool] | None = None,
     ) -> None:
         self.size = size
         self.using = using
         self.backoff = backoff
         self.wake = wake
         self.observe = observe
+        self.needs_wake = needs_wake
         self.lock = threading.Lock()
         self._ready = threading.Condition(self.lock)
         self.pending: deque[Delivery] = deque()
@@ -272,13 +281,16 @@ class Pool:
         finally:
             self._handed_over()
 
-    def _handed_over(self) -> None:
+    def _handed_over(self, first_waiting: bool = False) -> None:
         """A delivery counted as being handed over (``_handing_over``, counted with the
         change that took it out of ``running``) has been written: count it no more, and
-        wake the main loop, which may be waiting for the pool to empty."""
+        wake the main loop when it has something to do now (the class docstring), such
+        as the pool having emptied."""
         with self.lock:
             self._handing_over -= 1
-        self.wake()
+            counts = len(self.pending), len(self.running), len(self.done) + len(self.failed)
+        if first_waiting or self.needs_wake is None or self.needs_wake(*counts):
+            self.wake()
 
     def _thread_died(self, d: Delivery | None, exc: BaseException) -> None:
         """Whatever killed this thread (a bug, ``SystemExit`` from the settle path), its
@@ -322,12 +334,14 @@ class Pool:
             if self.observe is not None and d.started is not None:
                 self.observe(d.ended - d.started)
             self._handing_over += 1  # the ``finally`` below gives it back
+        first_waiting = False
         try:
             if msg.settled is not None:
                 tracing.finish(msg, msg.outcome)  # the handler settled the message itself
             elif failure is None and not late:
                 with self.lock:
                     self.done.append(d)
+                    first_waiting = len(self.done) + len(self.failed) == 1
             elif not late and handling.resumes(msg, failure):
                 db_health.retry_lost(
                     lambda: handling.release_to_resume(msg, self.using),
@@ -336,7 +350,7 @@ class Pool:
                 )
                 tracing.finish(msg, msg.outcome)
             elif failure is not None and not late and not isinstance(failure, Reject | Snooze):
-                self._fail_later(d, failure, tb)
+                first_waiting = self._fail_later(d, failure, tb)
             else:
                 self._settle_directly(d, failure, tb)
                 tracing.finish(msg, msg.outcome)
@@ -350,16 +364,19 @@ class Pool:
             tracing.finish(msg, "settle_failed")
             logger.exception("settling %s #%s failed", msg.queue, msg.seq, extra=log_fields(msg))
         finally:
-            self._handed_over()
+            self._handed_over(first_waiting)
 
-    def _fail_later(self, d: Delivery, failure: BaseException, tb: str) -> None:
-        """Queue a failed attempt for the main loop's next batch of abandons."""
+    def _fail_later(self, d: Delivery, failure: BaseException, tb: str) -> bool:
+        """Queue a failed attempt for the main loop's next batch of abandons; whether
+        it is the only settlement waiting."""
         msg = d.msg
         delay = self.backoff(msg.delivery_count)
         with self.lock:
             self.failed.append((d, delay, tb))
             self.failures += 1
+            first_waiting = len(self.done) + len(self.failed) == 1
         handling.log_failure(msg, failure, delay)
+        return first_waiting
 
     def _settle_directly(self, d: Delivery, failure: BaseException | None, tb: str) -> None:
         # Neither a snooze nor a cancel is a failure of the handler.

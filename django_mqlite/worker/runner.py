@@ -149,6 +149,7 @@ class Worker:
             backoff=self._backoff,
             wake=self._wake,
             observe=self.prefetch.observe,
+            needs_wake=self._needs_wake,
         )
 
     # -- public -------------------------------------------------------------------------
@@ -539,6 +540,18 @@ class Worker:
         if self.pool.counts()[2]:
             wait = min(wait, GROUP_COMMIT_S - self.pool.oldest_done_age(now))
         return max(0.001, wait)
+
+    def _needs_wake(self, pending: int, running: int, waiting: int) -> bool:
+        """Whether a handler's return (the pool's counts after it) gives the loop
+        something to do before the deadline it sleeps to (``_next_deadline``, which
+        covers lease renewals, handler timeouts and the group commit of what was
+        waiting): a stop in progress, an empty pool (flush now, claim, or end a burst),
+        a full batch to flush, or room to claim (the prefetch policy). Called from
+        handler threads; the pool itself wakes the loop for the first settlement that
+        waits, whose group commit the sleep does not yet cover."""
+        if self.stop_reason is not None or pending + running == 0:
+            return True
+        return waiting >= prefetch.MAX_BATCH or self.prefetch.want(pending, running) > 0
 
     def _want(self) -> int:
         """How many messages to claim now (the prefetch policy, within max-messages)."""
