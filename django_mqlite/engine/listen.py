@@ -196,7 +196,7 @@ WATCH_BURST = 4
 RECHECK_S = 1.0
 #: After the log was written with no new commit visible yet, how long the watcher looks
 #: again (``_settle``): ``SETTLE_FIRST_S`` after each new write to the log, and between
-#: writes at steps doubling from ``SETTLE_FIRST_S`` to ``SETTLE_EVERY_S``. A commit
+#: writes at steps doubling from ``SETTLE_FIRST_S`` to ``SETTLE_MAX_STEP_S``. A commit
 #: publishes itself just after its last write (after an fsync with ``synchronous=FULL``),
 #: and what wakes the watcher is its first write: the first look nearly always comes
 #: too early (119 of 130 at a trickle, measured). A commit's last writes also wake it
@@ -205,7 +205,7 @@ RECHECK_S = 1.0
 #: process, about a third of a trickle's CPU on SQLite (docs/benchmark.md).
 SETTLE_S = 0.05
 SETTLE_FIRST_S = 0.00025
-SETTLE_EVERY_S = 0.004
+SETTLE_MAX_STEP_S = 0.004
 #: With inotify: once the watcher has seen this many commits since its last checkpoint,
 #: and then the writes pause for ``CHECKPOINT_QUIET_S`` (no write to the log), it
 #: checkpoints the log (``PRAGMA wal_checkpoint(PASSIVE)``: no reader or writer waits
@@ -343,7 +343,7 @@ class CommitWatcher(Service):
                     # visible yet: a commit
                     # writes its frames first and publishes them in the shared-memory
                     # index after (which inotify cannot see). Look again for a moment.
-                    now, gone = self._settle(conn, version, changes)
+                    now, gone = self._settle(conn, version, changes, fds)
                 if now != version:
                     version = now
                     commits += 1
@@ -368,16 +368,20 @@ class CommitWatcher(Service):
         self.last_checkpoint = (int(log), int(done))
 
     def _settle(
-        self, conn: sqlite3.Connection, version: int, changes: inotify.FileChanges
+        self,
+        conn: sqlite3.Connection,
+        version: int,
+        changes: inotify.FileChanges,
+        fds: list[int],
     ) -> tuple[int, bool]:
         """The commit counter once it moves, for up to ``SETTLE_S``, and whether the log
         was replaced meanwhile. A write that was no commit (a transaction spilling its
         pages, the last frames of a commit already seen) leaves the counter where it
         was; a commit writes the log again, and that write is looked at
         ``SETTLE_FIRST_S`` after it, not at once: a look at each write of a commit took
-        the CPU from the writer (two cores, a watcher per worker process)."""
+        the CPU from the writer (two cores, a watcher per worker process). ``fds`` are
+        the log's changes and the stop's wake-up, as ``_watch`` selects on them."""
         deadline = time.monotonic() + SETTLE_S
-        fds = [changes.fileno(), self._woken.fileno()]
         step, now = SETTLE_FIRST_S, version
         while now == version:
             left = deadline - time.monotonic()
@@ -393,7 +397,7 @@ class CommitWatcher(Service):
                     break
                 step = SETTLE_FIRST_S
             else:
-                step = min(step * 2, SETTLE_EVERY_S)
+                step = min(step * 2, SETTLE_MAX_STEP_S)
             now = conn.execute("PRAGMA data_version").fetchone()[0]
         return int(now), False
 

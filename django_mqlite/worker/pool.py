@@ -117,13 +117,17 @@ class Pool:
     def busy(self) -> int:
         """Messages this worker holds: waiting for a thread, running, or to settle."""
         with self.lock:
-            held = len(self.pending) + len(self.running) + len(self.done) + len(self.failed)
-            return held + self._handing_over
+            return len(self.pending) + len(self.running) + self._waiting() + self._handing_over
 
     def counts(self) -> tuple[int, int, int]:
         """(waiting for a thread, running, finished and waiting to be settled)."""
         with self.lock:
-            return len(self.pending), len(self.running), len(self.done) + len(self.failed)
+            return len(self.pending), len(self.running), self._waiting()
+
+    def _waiting(self) -> int:
+        """Finished deliveries whose settlement is still to be written (completions and
+        failed attempts); the caller holds ``lock``."""
+        return len(self.done) + len(self.failed)
 
     def oldest_done_age(self, now: float) -> float:
         """Seconds since the oldest handler whose settlement is still to be written
@@ -288,7 +292,7 @@ class Pool:
         as the pool having emptied."""
         with self.lock:
             self._handing_over -= 1
-            counts = len(self.pending), len(self.running), len(self.done) + len(self.failed)
+            counts = len(self.pending), len(self.running), self._waiting()
         if first_waiting or self.needs_wake is None or self.needs_wake(*counts):
             self.wake()
 
@@ -341,7 +345,7 @@ class Pool:
             elif failure is None and not late:
                 with self.lock:
                     self.done.append(d)
-                    first_waiting = len(self.done) + len(self.failed) == 1
+                    first_waiting = self._waiting() == 1
             elif not late and handling.resumes(msg, failure):
                 db_health.retry_lost(
                     lambda: handling.release_to_resume(msg, self.using),
@@ -374,7 +378,7 @@ class Pool:
         with self.lock:
             self.failed.append((d, delay, tb))
             self.failures += 1
-            first_waiting = len(self.done) + len(self.failed) == 1
+            first_waiting = self._waiting() == 1
         handling.log_failure(msg, failure, delay)
         return first_waiting
 

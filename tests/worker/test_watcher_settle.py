@@ -56,7 +56,8 @@ def _settle(conn: _Counter, writes: _Writes) -> tuple[tuple[int, bool], float]:
     watcher = listen.CommitWatcher("unused", [])
     started = time.monotonic()
     try:
-        got = watcher._settle(conn, 1, writes)  # type: ignore[arg-type]
+        fds = [writes.fileno(), watcher._woken.fileno()]
+        got = watcher._settle(conn, 1, writes, fds)  # type: ignore[arg-type]
     finally:
         watcher._close_waker()
         writes.close()
@@ -65,7 +66,7 @@ def _settle(conn: _Counter, writes: _Writes) -> tuple[tuple[int, bool], float]:
 
 def test_after_a_commit_already_seen_it_looks_a_few_times_not_every_millisecond() -> None:
     """A commit's last writes wake the watcher after it saw the commit; nothing moves
-    until the next commit. It looks at steps doubling to ``SETTLE_EVERY_S`` (4 ms), not
+    until the next commit. It looks at steps doubling to ``SETTLE_MAX_STEP_S`` (4 ms), not
     every 1 ms: 45-50 looks after each completion of a trickle before."""
     conn = _Counter()
     got, took = _settle(conn, _Writes())
