@@ -360,7 +360,7 @@ ACCEPTED: dict[str, str] = {
     "are no on-commit markers, and on SQLite none are Counted, so it returns all the same",
     **{
         f"django_mqlite.engine.settle.x_complete_with_result__mutmut_{i}": "the result's "
-        "encoding not handed on: complete_kept encodes the same value with the same "
+        "encoding not handed on: encode_completion encodes the same value with the same "
         "canonical dumps (and only where results are kept)"
         for i in (17, 20)
     },

@@ -85,11 +85,13 @@ from .settle_sql import (
     REJECT,
     RENEW_WITH_NOTES,
     SNOOZE,
+    KeptJson,
     MovedRow,
     RenewedRow,
     SnoozedRow,
     complete_kept,
     complete_plain,
+    encode_completion,
     fence,
     joined_fence,
 )
@@ -213,11 +215,18 @@ def complete_many(
     pairs = check_pairs(items, MAX_COMPLETE_BATCH)
     if completions is not None and len(completions) != len(pairs):
         raise InvalidArgumentError("completions must be parallel to items")
+    # Encoded before the transaction, so the write lock is not held for it (on SQLite
+    # the worker processes wait for each other there); a value JSON cannot hold is
+    # refused inside it, where the queue keeps results, as ever.
+    encoded = [_encoded(c) for c in completions or []]
 
     def apply(cursor: CursorWrapper, dialect: Dialect, q: QueueRow, now: int) -> Done:
         # Completions only matter where results are kept (elsewhere the row goes).
-        extra = list(completions or []) if q.keep_results_ms is not None else []
-        kept = [(pairs[k], c) for k, c in enumerate(extra) if c is not None]
+        extra = encoded if q.keep_results_ms is not None else []
+        for e in extra:
+            if isinstance(e, InvalidArgumentError):
+                raise e
+        kept = [(pairs[k], c) for k, c in enumerate(extra) if isinstance(c, KeptJson)]
         plain = [pair for k, pair in enumerate(pairs) if not (extra and extra[k])]
         rows = complete_plain(cursor, dialect, q, plain, now, lapsed) if plain else []
         if kept:
@@ -230,6 +239,15 @@ def complete_many(
         return {r.seq: Settled(r.seq, Outcome.COMPLETED) for r in rows}
 
     return _settle(queue, using, "complete", [(s, t, "") for s, t in pairs], apply, lapsed)
+
+
+def _encoded(c: Completion | None) -> KeptJson | InvalidArgumentError | None:
+    if c is None:
+        return None
+    try:
+        return encode_completion(c)
+    except InvalidArgumentError as exc:
+        return exc
 
 
 def _node_results(

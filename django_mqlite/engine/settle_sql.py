@@ -214,11 +214,32 @@ def complete_plain(
     return [LeftRow(*r) for r in cursor.fetchall()]
 
 
+@dataclass(frozen=True)
+class KeptJson:
+    """A completion as ``complete_kept`` stores it: its result and attempt record as
+    JSON text (None for none), and the handler's last progress report (JSON text)."""
+
+    result: str | None
+    attempt: str | None
+    progress: str | None
+
+
+def encode_completion(c: Completion) -> KeptJson:
+    """``c`` as JSON text; a value JSON cannot hold is an ``InvalidArgumentError``. The
+    caller encodes before its transaction, so the write lock is not held for it."""
+    result = (
+        c._result_json
+        if c._result_json is not None
+        else canonical_json.dumps_arg(c.result, "result")
+    )
+    return KeptJson(result, canonical_json.dumps_arg(c.attempt, "attempt"), c.progress)
+
+
 def complete_kept(
     cursor: CursorWrapper,
     dialect: Dialect,
     q: QueueRow,
-    kept: Sequence[tuple[tuple[int, str], Completion]],
+    kept: Sequence[tuple[tuple[int, str], KeptJson]],
     now: int,
     lapsed: bool = False,
 ) -> list[LeftRow]:
@@ -230,15 +251,7 @@ def complete_kept(
     noted = any(c.progress is not None for _, c in kept)
     json = dialect.json_param()
     rows = [
-        [
-            seq,
-            token,
-            c._result_json
-            if c._result_json is not None
-            else canonical_json.dumps_arg(c.result, "result"),
-            canonical_json.dumps_arg(c.attempt, "attempt"),
-            *([c.progress] if noted else []),
-        ]
+        [seq, token, c.result, c.attempt, *([c.progress] if noted else [])]
         for (seq, token), c in kept
     ]
     params: list[Any]

@@ -167,6 +167,30 @@ def test_complete_many_settles_items_with_and_without_a_completion_together(
     assert mq.get_batch(batch.id).completed == 2
 
 
+def test_completions_are_encoded_before_the_settlements_transaction(
+    make_queue: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Not while its write lock is held: SQLite's worker processes wait for each other
+    # there.
+    make_queue("r", keep_results=3600)
+    mq.send("r", b"x")
+    (m,) = mq.receive("r")
+    depth = len(connection.atomic_blocks)
+    seen: list[int] = []
+    real = settle.encode_completion
+
+    def spy(c: Completion) -> Any:
+        seen.append(len(connection.atomic_blocks))
+        return real(c)
+
+    monkeypatch.setattr(settle, "encode_completion", spy)
+    c = Completion(result={"a": 1}, attempt={"n": 1})
+    got = settle.complete_many("r", [(m.seq, m.lock_token or "")], completions=[c])
+    assert got[0].outcome is Outcome.COMPLETED
+    assert seen == [depth]
+    assert stored(m.seq) == ({"a": 1}, [{"n": 1}])
+
+
 def test_a_completion_with_a_result_keeps_the_fence_unless_asked_to_lapse(
     make_queue: Any, clock: mq.clock.FrozenClock
 ) -> None:
