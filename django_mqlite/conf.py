@@ -44,8 +44,9 @@ DEFAULTS: dict[str, Any] = {
     "REAP_INTERVAL": 1.0,
     # Seconds after which a silent worker's locks are reclaimed.
     "WORKER_STALE_AFTER": 15.0,
-    # runworker's processes without --processes: None is one per core, at most 2 on a
-    # database with one writer at a time (SQLite); read at start-up (worker/prefork.py).
+    # runworker's processes without --processes: None is one per core; on a database
+    # with one writer at a time (SQLite) two per core, at most 4, one on a single core;
+    # read at start-up (worker/prefork.py).
     "WORKER_PROCESSES": None,
     # Seconds between worker heartbeats.
     "HEARTBEAT_INTERVAL": 5.0,

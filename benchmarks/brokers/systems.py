@@ -51,7 +51,7 @@ def systems(db: str) -> list[System]:
             (),
             "django_mqlite",
             {"BENCH_SYSTEM": "mqlite"},
-            "runworker, no flags: a process per core, at most 2 on SQLite",
+            "runworker, no flags: a process per core; on SQLite two per core, at most 4",
             uses_db=True,
         ),
         System(

@@ -34,6 +34,7 @@ from .delivery import Delivery, log_fields
 from .memory import rss_mb
 from .pool import Pool
 from .prefetch import GROUP_COMMIT_S, Prefetch
+from .prefork import TELL_EVERY_S
 from .registry import Consumer, Registry
 from .retry import backoff_delay
 from .stopping import drain_then_exit, stop_on_signals
@@ -52,8 +53,8 @@ IDLE_MAX_LISTENING_S = 5.0
 #: first process's poll finds what time makes claimable, and tells it of a backlog.
 STANDBY_POLL_S = 60.0
 #: How long every thread of the first process (``prefork``) must have been busy before
-#: a standby process claims on its own wake-ups: longer than a quick task runs, so a
-#: trickle of quick tasks is not raced for by every process at once.
+#: it passes a wake-up on to the standby processes (``Worker._pass_on``): longer than a
+#: quick task runs, so a trickle of quick tasks is not raced for by every process.
 FIRST_BUSY_S = 0.003
 #: A retry's poll comes this long after its delay ends (the engine's clock decides).
 RETRY_MARGIN_S = 0.05
@@ -105,9 +106,13 @@ class Worker:
         self.siblings = siblings
         self._found = True
         self._told = False
-        #: A standby process: when to look again at whether the first is still busy
-        #: (``FIRST_BUSY_S`` after it became so; infinity: no look due).
+        #: The first process of several: when to look again at whether every thread of
+        #: its is still busy with a wake-up waiting (``_pass_on``; infinity: no look
+        #: due), and the wake-up generations it last passed on.
         self._first_check_at = math.inf
+        self._passed_on: dict[str, Any] = {}
+        #: A standby process on SQLite: it watches no commits, the first tells it.
+        self._follows_first = False
         self._full_claims = 0
         self.install_signals = install_signals
         self.rng = rng or random.Random()  # noqa: S311 - jitter, not security
@@ -216,8 +221,14 @@ class Worker:
             self._threads.append(self._listener)
             wakeup.watch(self._hear)
         elif (path := listen.watched_file(self.using)) is not None:
-            self._watcher = listen.CommitWatcher(path, list(self.consumers))
-            self._threads.append(self._watcher)
+            if self.standby and self.siblings is not None:
+                # The first process's watcher hears every commit and tells this one
+                # when it cannot claim for one itself (``_pass_on``): a watcher in
+                # every process woke them all at each commit, on the same cores.
+                self._follows_first = True
+            else:
+                self._watcher = listen.CommitWatcher(path, list(self.consumers))
+                self._threads.append(self._watcher)
         for t in self._threads:
             t.start()
         if self.standby and self.siblings is not None:
@@ -348,6 +359,8 @@ class Worker:
         or its commit watcher watches (SQLite)."""
         if self._listener is not None:
             return self.listening and self._listener.listening.is_set()
+        if self._follows_first:
+            return True  # the first process's watcher (``_pass_on``)
         return self._watcher is not None and self._watcher.watching.is_set()
 
     def _tick(self, since: Any, idle_s: float) -> float | None:
@@ -447,24 +460,27 @@ class Worker:
             return None
         if self._due and self._want() > 0:
             return idle_s  # took all it asked for, and has room: claim again at once
+        now = time.monotonic()
         due = min([self._poll_at, self._first_check_at, *self._retries])
-        poll_in = max(0.0, due - time.monotonic())
-        wakeup.wait_any(since, self._next_deadline(poll_in if self.pool.free() else 1.0))
+        poll_in = max(0.0, due - now)
+        full_in = min(1.0, max(0.0, self._first_check_at - now))
+        wakeup.wait_any(since, self._next_deadline(poll_in if self.pool.free() else full_in))
         return idle_s
 
     def _claim_due(self) -> bool:
         """Whether ``_tick_woken`` claims now (its docstring's rule)."""
         full = self._want() <= 0
         self._tell_full(full)
-        if full:
-            return False  # a wake-up stays pending until a thread is free
         now = time.monotonic()
-        if self._again or self._due or now >= self._poll_at:
+        if full:
+            self._pass_on(now)
+            return False  # a wake-up stays pending until a thread is free
+        if self._again or self._due or self._told or now >= self._poll_at:
             return True
         if any(t <= now for t in self._retries):
             return True
         if self.standby and not self._found:
-            return self._told or self._first_stuck(now)
+            return False  # the first claims for wake-ups, or tells (``_pass_on``)
         return bool(self._woken_queues())
 
     def _tell_full(self, full: bool) -> None:
@@ -474,22 +490,29 @@ class Worker:
         if not self.standby and self.siblings is not None:
             self.siblings.set_first_full(full)
 
-    def _first_stuck(self, now: float) -> bool:
-        """A standby process: whether to claim on its own wake-up because the first
-        process has had every thread busy for ``FIRST_BUSY_S`` (a slow task, or a
-        process's cold first one: a message sent meanwhile waited for it to end, or
-        for its busy threads to let its wake-up through, 20-100 ms). A wake-up heard
-        sooner is looked at again then, and claimed for only if the first is still
-        busy. Reads shared memory, so nothing here waits on the first process."""
+    def _pass_on(self, now: float) -> None:
+        """The first process of several, every thread of its busy: a wake-up it cannot
+        claim for is passed on to the standby processes (``Siblings.tell``) once every
+        thread has been busy for ``FIRST_BUSY_S`` (a slow task, or a process's cold first
+        one: a message sent meanwhile waited for it, 20-100 ms), not sooner, so a
+        trickle of quick tasks stays the first's; sooner, it looks again then. A wake-up
+        is passed on once. The standby ones follow no wake-ups of their own while they
+        stand by; on SQLite they watch no commits at all."""
+        if self.standby or self.siblings is None:
+            return
         if self._first_check_at <= now:
             self._first_check_at = math.inf
-        busy_s = self.siblings.first_busy_for() if self.siblings is not None else 0.0
-        if busy_s <= 0.0 or not self._woken_queues():
-            return False
-        if busy_s >= FIRST_BUSY_S:
-            return True
-        self._first_check_at = min(self._first_check_at, now + FIRST_BUSY_S - busy_s)
-        return False
+        woken = self._woken_queues()
+        heard = wakeup.generations(sorted(woken))
+        if not woken or all(self._passed_on.get(q) == g for q, g in heard.items()):
+            return
+        busy_s = self.siblings.first_busy_for()
+        if busy_s < FIRST_BUSY_S:
+            self._first_check_at = min(self._first_check_at, now + FIRST_BUSY_S - busy_s)
+        elif self.siblings.tell():
+            self._passed_on = heard
+        else:  # told of a backlog a moment ago: look again when it may tell again
+            self._first_check_at = min(self._first_check_at, now + TELL_EVERY_S)
 
     def _woken_queues(self) -> set[str]:
         """The queues woken since the last claim (their wake-up generation moved). On
@@ -765,6 +788,7 @@ class Worker:
         wakeup.notify(self._wake_key)
 
     def _on_told(self) -> None:
-        """The first process's claim took all it asked for (``Siblings``)."""
+        """The first process's claim took all it asked for, or it passed on a wake-up
+        (``Siblings``, ``_pass_on``)."""
         self._told = True
         self._wake()

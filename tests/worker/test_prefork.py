@@ -172,10 +172,14 @@ def test_the_count_follows_the_database_and_the_cores(monkeypatch: pytest.Monkey
     from django_mqlite.worker import prefork
 
     monkeypatch.setattr(prefork, "cores", lambda: 8)
-    assert prefork.default_processes(serial_writer=True) == 2
+    assert prefork.default_processes(serial_writer=True) == 4
     assert prefork.default_processes(serial_writer=False) == 8
+    monkeypatch.setattr(prefork, "cores", lambda: 2)
+    assert prefork.default_processes(serial_writer=True) == 4
+    assert prefork.default_processes(serial_writer=False) == 2
     monkeypatch.setattr(prefork, "cores", lambda: 1)
     assert prefork.default_processes(serial_writer=True) == 1
+    assert prefork.default_processes(serial_writer=False) == 1
 
 
 @pytest.mark.parametrize(

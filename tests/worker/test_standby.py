@@ -16,9 +16,9 @@ import pytest
 
 import django_mqlite as mq
 from django_mqlite.consumers import Registry
-from django_mqlite.engine import send_one, wakeup
+from django_mqlite.engine import listen, send_one, wakeup
 from django_mqlite.worker import Worker, runner
-from django_mqlite.worker.prefork import Siblings
+from django_mqlite.worker.prefork import TELL_EVERY_S, Siblings
 from tests.support.features import requires
 from tests.support.inprocess import Running, first_and_standby
 from tests.support.procs import wait_for
@@ -145,10 +145,12 @@ def test_a_standby_worker_polls_seldom_once_it_found_nothing(
 
 def test_a_standby_claims_on_its_wake_ups_while_the_first_process_is_full() -> None:
     """The first process's only thread is busy with a slow message when the next one is
-    sent: the standby takes it at once instead of it waiting for the slow one to end
-    (it waited, before ``Siblings.first_busy_for``: a process's cold first task held the
-    next pickup for 20-100 ms). The poll is held at a minute, so only the wake-up makes
-    the standby claim."""
+    sent: the first passes the wake-up on (``Worker._pass_on``) and the standby takes
+    it at once instead of it waiting for the slow one to end (it waited, before
+    ``Siblings.first_busy_for``: a process's cold first task held the next pickup for
+    20-100 ms). The poll is held at a minute, so only the wake-up makes the standby
+    claim. On SQLite the standby watches no commits of its own: the first's watcher
+    hears for both."""
     mq.create_queue("passed")
     release = threading.Event()
     ran: dict[int, str] = {}
@@ -168,6 +170,8 @@ def test_a_standby_claims_on_its_wake_ups_while_the_first_process_is_full() -> N
                 timeout=10,
                 what="both workers' wake-ups, and the standby's first, empty claim",
             )
+            if listen.watched_file(first.using) is not None:
+                assert first._watcher is not None and standby._watcher is None
             mq.send("passed", 1)
             wait_for(lambda: 1 in ran, timeout=10, what="the slow message's start")
             mq.send("passed", 2)
@@ -184,34 +188,61 @@ def test_a_standby_claims_on_its_wake_ups_while_the_first_process_is_full() -> N
     assert standby.claimed == 1 and first.claimed == 1, (first.claimed, standby.claimed)
 
 
-def test_a_standby_waits_out_a_quick_task_of_the_first_before_claiming(
+def test_the_first_passes_a_wake_up_on_once_it_has_been_busy_long_enough(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """``Worker._first_stuck``: a wake-up heard while the first process has been busy
-    for less than ``FIRST_BUSY_S`` is looked at again then, not claimed for (a trickle
-    of quick tasks is the first's alone); claimed for once the first has been busy that
-    long; never while the first has a thread free, however long ago it was woken."""
+    """``Worker._pass_on``: a wake-up that comes while every thread of the first process
+    has been busy for less than ``FIRST_BUSY_S`` is looked at again then, not passed on
+    (a trickle of quick tasks is the first's alone); it is passed on to the standby
+    processes once the first has been busy that long, and only once; a later wake-up is
+    passed on again; nothing is without a wake-up; a tell refused because the standby
+    processes were told a moment ago is tried again when one may be made."""
     busy = {"for": 0.0}
+    told: list[float] = []
+    refuse = {"tell": False}
 
     class Shared(Siblings):
         def first_busy_for(self) -> float:
             return busy["for"]
 
+        def tell(self) -> bool:
+            if refuse["tell"]:
+                return False
+            told.append(time.monotonic())
+            return True
+
     registry = Registry()
     registry.register("q", lambda msg: None)
-    worker = Worker(
-        ["q"], install_signals=False, registry=registry, standby=True, siblings=Shared(1)
-    )
+    worker = Worker(["q"], install_signals=False, registry=registry, siblings=Shared(1))
     worker._heard = {"q": 0}
-    monkeypatch.setattr(wakeup, "generations", lambda keys: {"q": 1})  # woken
+    heard = {"q": 0}
+    monkeypatch.setattr(wakeup, "generations", lambda keys: {k: heard[k] for k in keys})
     now = time.monotonic()
-    assert not worker._first_stuck(now)  # the first has a thread free
-    assert worker._first_check_at == math.inf
+    busy["for"] = runner.FIRST_BUSY_S
+    worker._pass_on(now)
+    assert told == [] and worker._first_check_at == math.inf  # no wake-up: nothing
+    heard["q"] = 1  # woken
     busy["for"] = runner.FIRST_BUSY_S / 3
-    assert not worker._first_stuck(now)
+    worker._pass_on(now)
+    assert told == []
     assert worker._first_check_at == pytest.approx(now + runner.FIRST_BUSY_S * 2 / 3)
     busy["for"] = runner.FIRST_BUSY_S
-    assert worker._first_stuck(worker._first_check_at)
+    worker._pass_on(worker._first_check_at)
+    assert len(told) == 1
     assert worker._first_check_at == math.inf  # the look that was due is done
-    monkeypatch.setattr(wakeup, "generations", lambda keys: {"q": 0})  # nothing new
-    assert not worker._first_stuck(now)
+    worker._pass_on(now)
+    assert len(told) == 1  # that wake-up was passed on already
+    heard["q"] = 2  # another
+    refuse["tell"] = True
+    worker._pass_on(now)
+    assert len(told) == 1
+    assert worker._first_check_at == pytest.approx(now + TELL_EVERY_S)
+    refuse["tell"] = False
+    worker._pass_on(worker._first_check_at)
+    assert len(told) == 2
+    standby = Worker(
+        ["q"], install_signals=False, registry=registry, standby=True, siblings=Shared(1)
+    )
+    standby._heard = {"q": 0}
+    standby._pass_on(now)
+    assert len(told) == 2  # only the first passes wake-ups on

@@ -103,7 +103,8 @@ class Command(BaseCommand):
             default=None,
             help="worker processes (each with --concurrency threads); more than one run "
             "under a supervising parent that restarts any that die (default: "
-            'MQLITE["WORKER_PROCESSES"], else one per core, at most 2 on SQLite)',
+            'MQLITE["WORKER_PROCESSES"], else one per core; on SQLite two per core, '
+            "at most 4)",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
