@@ -475,6 +475,9 @@ class Worker:
         if full:
             self._pass_on(now)
             return False  # a wake-up stays pending until a thread is free
+        # A thread is free: the first claims for itself, no look at being stuck is due
+        # (one left in the past would end every wait of the loop at once).
+        self._first_check_at = math.inf
         if self._again or self._due or self._told or now >= self._poll_at:
             return True
         if any(t <= now for t in self._retries):

@@ -246,3 +246,10 @@ def test_the_first_passes_a_wake_up_on_once_it_has_been_busy_long_enough(
     standby._heard = {"q": 0}
     standby._pass_on(now)
     assert len(told) == 2  # only the first passes wake-ups on
+    heard["q"] = 3
+    busy["for"] = runner.FIRST_BUSY_S / 3
+    worker._pass_on(now)
+    assert worker._first_check_at < math.inf
+    assert worker._want() > 0  # a thread of the first is free again: it claims itself,
+    worker._claim_due()
+    assert worker._first_check_at == math.inf  # and no look is left due (a busy loop)
