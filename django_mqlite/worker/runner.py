@@ -110,7 +110,7 @@ class Worker:
         #: its is still busy with a wake-up waiting (``_pass_on``; infinity: no look
         #: due), and the wake-up generations it last passed on.
         self._first_check_at = math.inf
-        self._passed_on: dict[str, Any] = {}
+        self._passed_on: dict[str, int] = {}
         #: A standby process on SQLite: it watches no commits, the first tells it.
         self._follows_first = False
         self._full_claims = 0
@@ -430,7 +430,7 @@ class Worker:
                 or now >= self._poll_at
                 or any(t <= now for t in self._retries)
             )
-            only = None if every else self._due | self._woken_queues()
+            only = None if every else self._due | set(self._woken_queues())
             self._retries = [t for t in self._retries if t > now]
             self._heard = wakeup.generations(list(self.consumers))
             self._commits = listen.commit_counter(self.using) if self._watcher else None
@@ -505,9 +505,8 @@ class Worker:
             return
         if self._first_check_at <= now:
             self._first_check_at = math.inf
-        woken = self._woken_queues()
-        heard = wakeup.generations(sorted(woken))
-        if not woken or all(self._passed_on.get(q) == g for q, g in heard.items()):
+        heard = self._woken_queues()
+        if not heard or all(self._passed_on.get(q) == g for q, g in heard.items()):
             return
         busy_s = self.siblings.first_busy_for()
         if busy_s < FIRST_BUSY_S:
@@ -517,15 +516,16 @@ class Worker:
         else:  # told of a backlog a moment ago: look again when it may tell again
             self._first_check_at = min(self._first_check_at, now + TELL_EVERY_S)
 
-    def _woken_queues(self) -> set[str]:
-        """The queues woken since the last claim (their wake-up generation moved). On
-        SQLite the commit watcher wakes every queue on any commit, this worker's own
-        as well: none counts unless this connection's commit counter moved too."""
+    def _woken_queues(self) -> dict[str, int]:
+        """The queues woken since the last claim (their wake-up generation moved), each
+        with the generation heard. On SQLite the commit watcher wakes every queue on any
+        commit, this worker's own as well: none counts unless this connection's commit
+        counter moved too."""
         heard = wakeup.generations(list(self.consumers))
-        woken = {name for name, g in heard.items() if g != self._heard.get(name)}
+        woken = {name: g for name, g in heard.items() if g != self._heard.get(name)}
         if woken and self._watcher is not None:
             if listen.commit_counter(self.using) == self._commits:
-                return set()
+                return {}
         return woken
 
     def _retry_at(self, delay_s: float) -> None:
