@@ -883,6 +883,11 @@ BLOCKS: dict[str, tuple[str, Callable[[Data], str]]] = {
     "defaults-mariadb": ("defaults-mariadb.json", mariadb_defaults),
     "brokers-table": ("brokers.json", lambda d: brokers_table(d).strip()),
     "brokers-targets": ("brokers.json", brokers_targets),
+    "brokers-table-evening": (
+        "brokers-2026-12-06-evening.json",
+        lambda d: brokers_table(d).strip(),
+    ),
+    "brokers-targets-evening": ("brokers-2026-12-06-evening.json", brokers_targets),
     "defaults-targets": ("defaults.json", defaults_targets),
     "defaults-samples": ("defaults.json", defaults_samples),
     "defaults-runs": ("defaults.json", defaults_runs),

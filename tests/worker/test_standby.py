@@ -75,9 +75,8 @@ def test_the_first_process_tells_the_standby_of_a_backlog() -> None:
     os.set_blocking(siblings._r, False)
     worker = Worker(["first"], install_signals=False, registry=registry, siblings=siblings)
     with Running(worker):
-        # The backlog arrives once wake-ups work: until its listener or commit watcher
-        # is up, a worker polls, and a poll's claims tell nobody (a loaded machine
-        # drained the whole backlog that way before the watcher started).
+        # The backlog arrives once wake-ups work, so the tell is the woken path's (a
+        # polling first process's: ``test_standby_polling``).
         wait_for(worker._woken, timeout=10, what="its wake-ups")
         mq.send_batch("first", [mq.OutMessage(i) for i in range(200)])
         wait_for(lambda: len(done) == 200, timeout=30, what="the backlog")
