@@ -391,10 +391,7 @@ class Worker:
             return self._tick_woken(since, idle_s)
         self._again = True  # when wake-ups work again, claim first (``_tick_woken``)
         idle_before = not self.pool.busy()
-        asked = self._want() > 0  # a full worker's claim asks for nothing: no claim
         got = self._claim()
-        if asked:
-            self._tell_backlog()  # polling too (no wake-ups yet, or they went away)
         if got:
             if self._room():
                 return IDLE_MIN_S  # claimed less than asked: look again at once
@@ -443,7 +440,6 @@ class Worker:
             self._again = False
             self._due = self._undrained
             self._found = got > 0
-            self._tell_backlog()
             if self.standby and not got:
                 self._poll_s = STANDBY_POLL_S
             elif not self._limited:
@@ -486,12 +482,12 @@ class Worker:
         return bool(self._woken_queues())
 
     def _tell_backlog(self) -> None:
-        """After each claim of the first process of several: two full claims in a row
-        are a backlog (one full claim is also what a single message is to a worker that
-        asked for one), and the standby processes are told to claim too. Whether the
-        claim was woken or polled: while the first's wake-ups are down (a commit watcher
-        or listener retrying, or none on this database), it polls, and a backlog it
-        finds is still shared."""
+        """After each claim (``_claim``) of the first process of several: two full
+        claims in a row are a backlog (one full claim is also what a single message is
+        to a worker that asked for one), and the standby processes are told to claim
+        too. Whether the claim was woken or polled: while the first's wake-ups are down
+        (a commit watcher or listener retrying, or none on this database), it polls, and
+        a backlog it finds is still shared."""
         self._full_claims = self._full_claims + 1 if self._undrained else 0
         if self._full_claims > 1 and not self.standby and self.siblings is not None:
             self.siblings.tell()
@@ -643,6 +639,8 @@ class Worker:
         self.claimed += got
         self._limited = limited
         self._undrained = undrained
+        if want > 0:  # a full worker's claim asks for nothing: it is no claim
+            self._tell_backlog()
         return got
 
     # -- leases, timeouts, settlements --------------------------------------------------
