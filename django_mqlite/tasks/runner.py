@@ -64,7 +64,7 @@ from .compat import (
     task_started,
 )
 from .context import MQLiteTaskContext
-from .results import build_result
+from .results import build_result, succeeded
 
 logger = logging.getLogger("django_mqlite.tasks")
 _rng = random.Random()  # noqa: S311 - jitter, not security
@@ -302,8 +302,10 @@ def run_task(msg: Received) -> None:
         msg.last_checkpoint  # noqa: B018 - read it now, outside any event loop
     job.start()
     sender = type(job.backend)
+    running: TaskResult | None = None
     if task_started.has_listeners(sender):  # building a TaskResult is not free
-        task_started.send(sender, task_result=job.result(TaskResultStatus.RUNNING))
+        running = job.result(TaskResultStatus.RUNNING)
+        task_started.send(sender, task_result=running)
     try:
         if job.task.takes_context:
             context = MQLiteTaskContext(
@@ -343,7 +345,10 @@ def run_task(msg: Received) -> None:
         return
 
     def finished() -> None:
-        result = job.result(TaskResultStatus.SUCCESSFUL, value, True)
+        if running is None:
+            result = job.result(TaskResultStatus.SUCCESSFUL, value, True)
+        else:  # the same result, made from the one task_started carried
+            result = succeeded(running, value, now_ms())
         task_finished.send(sender, task_result=result)
 
     # Returning hands the completion to the worker, which batches it with others (one

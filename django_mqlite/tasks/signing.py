@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 from typing import Any
 
 from django.conf import settings
 from django.core.signals import setting_changed
+
+from ..engine import canonical_json
 
 #: The salt of the key derivation: keys of other uses of SECRET_KEY never sign a task.
 SALT = "django_mqlite.tasks.envelope"
@@ -33,10 +34,6 @@ SALT = "django_mqlite.tasks.envelope"
 VERSION = b"mqlite-task-envelope-v1\n"
 
 _keys: tuple[bytes, ...] | None = None
-#: Built once: ``json.dumps`` with options builds an encoder per call.
-_CANONICAL = json.JSONEncoder(
-    ensure_ascii=True, allow_nan=False, sort_keys=True, separators=(",", ":")
-)
 
 
 def _derive(secret: str | bytes) -> bytes:
@@ -76,7 +73,7 @@ def payload(
     """The bytes a signature covers: the values, canonically serialised (any JSON
     values: a received envelope is checked for its shape only once it verified)."""
     fields = [queue, backend, task, args, kwargs, run_after, timeout, priority]
-    return VERSION + _CANONICAL.encode(fields).encode("ascii")
+    return VERSION + canonical_json.dumps(fields).encode("ascii")
 
 
 def sign(data: bytes) -> str:
