@@ -24,7 +24,14 @@ from typing import Any
 
 from .brokers.systems import ONCE
 from .plot import flatten
-from .report import BROKER_SYSTEMS, SYSTEMS, brokers_table, defaults_table, tables
+from .report import (
+    BROKER_SYSTEMS,
+    SYSTEMS,
+    brokers_table,
+    defaults_table,
+    tables,
+    tasks_floor_table,
+)
 from .results_check import check
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -883,6 +890,7 @@ BLOCKS: dict[str, tuple[str, Callable[[Data], str]]] = {
     "defaults-mariadb": ("defaults-mariadb.json", mariadb_defaults),
     "brokers-table": ("brokers.json", lambda d: brokers_table(d).strip()),
     "brokers-targets": ("brokers.json", brokers_targets),
+    "tasks-floor": ("tasks-floor.json", lambda d: tasks_floor_table(d).strip()),
     "brokers-table-evening": (
         "brokers-2026-12-06-evening.json",
         lambda d: brokers_table(d).strip(),

@@ -154,6 +154,51 @@ def brokers_table(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def tasks_floor_table(data: dict[str, Any]) -> str:
+    """The tasks_floor scenario (scenarios/tasks_floor.py): per database, Django's own
+    steps for a task with no queue, and the task's record alone, each on one thread
+    with its CPU a task; beside them, when the same file has the brokers scenario, each
+    worker's CPU a task in its drain, less the task's record (what the system spends
+    around the task), and for a backend of Django Tasks less the floor (what its queue
+    and worker spend beyond Django's own steps)."""
+    lines = []
+    for db, results in data["results"].items():
+        flat = flatten(results)
+        floor = flat.get("django.tasks_floor")
+        if floor is None:
+            continue
+        record = flat.get("django.record_only")
+        lines += [f"**{db}** (N = {data.get('sizes', {}).get(db, {}).get('brokers')})", ""]
+        lines.append(
+            "| measured | tasks/s [CPU a task] | CPU a task less the record | "
+            "less the floor (Django Tasks backends) |"
+        )
+        lines.append("|---|---|---|---|")
+        lines.append(
+            "| the floor: Django's own steps for a task (one thread, no queue) "
+            f"| {_fmt(floor, '/s')} | | |"
+        )
+        lines.append(f"| the task's own record alone | {_fmt(record, '/s')} | | |")
+
+        def less(cpu: float, base: dict[str, Any] | None) -> str:
+            if base is None or "cpu_us_per_msg" not in base:
+                return ""
+            return f"{cpu - base['cpu_us_per_msg']:,.0f} µs"
+
+        for key, label in BROKER_SYSTEMS.items():
+            drain = flat.get(f"{key}.brokers_drain")
+            if drain is None or "cpu_us_per_msg" not in drain:
+                continue
+            cpu = drain["cpu_us_per_msg"]
+            django = key in ("mqlite", "tasks_db", "ox")
+            lines.append(
+                f"| {label}'s worker, its brokers drain | {_fmt(drain, '/s')} "
+                f"| {less(cpu, record)} | {less(cpu, floor) if django else ''} |"
+            )
+        lines.append("")
+    return "\n".join(lines)
+
+
 def tables(data: dict[str, Any]) -> str:
     dbs = list(data["results"])
     head = "| scenario | " + " | ".join(
@@ -176,6 +221,9 @@ def tables(data: dict[str, Any]) -> str:
     brokers = brokers_table(data)
     if brokers:
         lines = [brokers, "", *lines]
+    floor = tasks_floor_table(data)
+    if floor:
+        lines = [*lines, "", floor]
     floor = flats.get("sqlite", {})
     if "sqlite3.floor_drain_batch_64" in floor:
         lines += ["", "| SQLite, in-process | raw sqlite3 (floor) | django-mqlite | ratio |"]

@@ -59,6 +59,7 @@ _N: list[tuple[str, Callable[[Sizes], int]]] = [
     (r"(sqlite3|mqlite)\.floor_(produce_batch_256|drain_batch_64)", lambda s: s["batch"]),
     (rf"{_BROKER_SYSTEMS}\.brokers_drain(_steady)?", lambda s: s["brokers"]),
     (rf"{_BROKER_SYSTEMS}\.pickup", lambda s: s["pickup"]),
+    (r"django\.(tasks_floor|record_only)", lambda s: s["brokers"]),
 ]
 EXPECTED_N = [(re.compile(pattern + "$"), rule) for pattern, rule in _N]
 

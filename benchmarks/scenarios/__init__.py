@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..harness import Context
-from . import brokers, defaults, drain, floor, latency, memory, produce, writes
+from . import brokers, defaults, drain, floor, latency, memory, produce, tasks_floor, writes
 
 Scenario = Callable[[Context], dict[str, Any]]
 
@@ -24,4 +24,5 @@ SCENARIOS: dict[str, Scenario] = {
     "worker_rss": memory.worker_rss,
     "write_amplification": writes.write_amplification,
     "raw_floor": floor.raw_floor,
+    "tasks_floor": tasks_floor.tasks_floor,
 }

@@ -3,6 +3,7 @@ never timing: numbers are for ``python -m benchmarks``, not for the test suite."
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -42,6 +43,7 @@ def test_bench_harness_runs_quick_scenarios(tmp_path: Path) -> None:
             "drain",
             "claim_latency",
             "raw_floor",
+            "tasks_floor",
             "write_amplification",
             "tasks_drain",
             "defaults",
@@ -79,6 +81,8 @@ def test_bench_harness_runs_quick_scenarios(tmp_path: Path) -> None:
         result = group[key]
         assert result["min"] <= result["median"] <= result["max"], key
     assert "mqlite.tasks_drain_1proc" in sqlite["tasks_drain"]
+    # Measured where Redis and its client are there, else skipped with the reason.
+    assert set(sqlite["tasks_floor"]) == {"django.tasks_floor", "django.record_only"}
     from benchmarks.report import tables
 
     assert "Tasks drain, start-up included" in tables(data)
@@ -300,6 +304,34 @@ def test_a_brokers_results_file_checks_and_renders_its_table() -> None:
     assert "| RQ, Redis | skipped | - | - | - |  |" in table
 
 
+def test_a_tasks_floor_file_checks_and_renders_each_worker_above_the_floor() -> None:
+    from benchmarks.harness import summary
+    from benchmarks.report import tables, tasks_floor_table
+    from benchmarks.results_check import problems
+
+    data = _brokers_file(30_000)
+    data["results"]["sqlite"]["tasks_floor"] = {
+        "django.tasks_floor": summary([3000.0], "tasks/s", n=30_000, cpu_us_per_msg=260.0),
+        "django.record_only": summary([7000.0], "tasks/s", n=30_000, cpu_us_per_msg=120.0),
+    }
+    assert problems(data) == []
+    table = tasks_floor_table(data)
+    assert "| the floor: Django's own steps for a task (one thread, no queue) " in table
+    assert "| 3,000 [260 µs CPU] | | |" in table
+    assert "| the task's own record alone | 7,000 [120 µs CPU] | | |" in table
+    # Each worker of the brokers drain in the same file: its CPU a task less the record,
+    # and for a Django Tasks backend less the floor.
+    mqlite = "| django-mqlite's worker, its brokers drain | 1,000 [900 µs CPU] | 780 µs | 640 µs |"
+    assert mqlite in table
+    celery = "| Celery, Redis's worker, its brokers drain | 250 [2,000 µs CPU] | 1,880 µs |  |"
+    assert celery in table
+    assert table.strip() in tables(data)
+    # At another N it is refused; without the scenario there is no table.
+    data["results"]["sqlite"]["tasks_floor"]["django.tasks_floor"]["n"] = 3_000
+    assert any("django.tasks_floor: n is 3000" in p for p in problems(data))
+    assert tasks_floor_table(_brokers_file(30_000)) == ""
+
+
 def test_the_brokers_targets_show_a_fresh_producers_first_pickup_beside_the_target() -> None:
     from benchmarks.render import brokers_targets
 
@@ -369,3 +401,52 @@ def test_a_fresh_producers_first_pickup_is_reported_apart(
     assert got["fresh_ms"] == [40.0, 30.0]
     assert got["p99"] == 9.0  # the slowest of the measured eight, not the fresh 40
     assert got["slowest"][0][0] == [3, 4.0]
+
+
+def test_the_tasks_floor_runs_each_task_through_djangos_immediate_backend(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The scenario's clock covers n tasks, each run by Django's own backend: its task
+    is called once each (and WARM more before the clock), task_started and
+    task_finished are sent each time; Redis is not needed to see it (the record is
+    counted here instead)."""
+    from benchmarks.brokers import record
+    from benchmarks.harness import Context
+    from benchmarks.scenarios import tasks_floor
+    from django_mqlite.tasks.compat import task_finished, task_started
+
+    calls: list[object] = []
+    signals: list[str] = []
+    monkeypatch.setattr(record, "started", lambda enqueued_at=None: calls.append(enqueued_at))
+    monkeypatch.setattr(record, "reset", lambda: None)
+    monkeypatch.setattr(tasks_floor.socket, "create_connection", lambda *a, **k: io.BytesIO())
+    monkeypatch.setattr(tasks_floor.importlib.util, "find_spec", lambda name: object())
+    # The bench project's task, imported afresh where its "default" backend takes it.
+    import django
+    from django.test import override_settings
+
+    framework = "django_tasks" if django.VERSION < (6, 0) else "django.tasks"
+    immediate = {"BACKEND": f"{framework}.backends.immediate.ImmediateBackend"}
+    monkeypatch.delitem(sys.modules, "benchmarks.benchproject.noop.tasks", raising=False)
+    with override_settings(TASKS={"default": immediate}):
+        import benchmarks.benchproject.noop.tasks as noop
+
+    monkeypatch.setattr(noop, "started", record.started)
+
+    def on(name: str) -> Any:
+        return lambda sender, task_result, **kw: signals.append(name)
+
+    started, finished = on("started"), on("finished")
+    task_started.connect(started, weak=False)
+    task_finished.connect(finished, weak=False)
+    try:
+        out = tasks_floor.tasks_floor(Context("sqlite", True, 2, {"brokers": 40}))
+    finally:
+        task_started.disconnect(started)
+        task_finished.disconnect(finished)
+    floor, alone = out["django.tasks_floor"], out["django.record_only"]
+    assert floor["n"] == alone["n"] == 40 and len(floor["samples"]) == 2
+    assert floor["cpu_us_per_msg"] > 0 and floor["median"] > 0
+    per_repeat = 2 * (40 + tasks_floor.WARM)  # the backend's task, then the record alone
+    assert len(calls) == 2 * per_repeat
+    assert signals.count("started") == signals.count("finished") == 2 * (40 + tasks_floor.WARM)
