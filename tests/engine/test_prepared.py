@@ -165,3 +165,60 @@ def test_publish_statements_are_bounded_across_subscription_changes(fresh_sessio
         mq.publish("t", {"n": n})  # runs the plan: prepared
     assert held() == prepared.PER_LABEL
     assert len(mq.peek("q0", limit=1000)) == changes * 2
+
+
+@prepared_sends
+@pytest.mark.skipif(
+    "connection.settings_dict.get('DISABLE_SERVER_SIDE_CURSORS')",
+    reason="behind a transaction-pooling PgBouncer nothing is prepared (tested above)",
+)
+def test_a_kept_completion_and_its_receipts_are_prepared_and_store_what_plain_ones_do(
+    fresh_session: None,
+) -> None:
+    """The worker's batched completion of tasks (results kept, an attempt each) and its
+    receipts run as prepared statements: prepared once per session and text, executed
+    after, and what they store is what the plain statements store."""
+    from django_mqlite.engine import settle
+    from django_mqlite.engine.types import Completion
+
+    def settle_all(queue: str) -> list[tuple[Any, ...]]:
+        mq.create_queue(queue, keep_results=3600)
+        for n in range(5):
+            mq.send(queue, {"n": n})
+        got = sorted(mq.receive(queue, max_messages=5), key=lambda m: m.seq)
+        for batch in (got[:2], got[2:4]):  # the same text twice: one PREPARE
+            done = [Completion(result={"r": got.index(m)}, attempt={"a": 1}) for m in batch]
+            settle.complete_many(queue, [(m.seq, m.lock_token) for m in batch], completions=done)
+        last = got[4]  # a single item
+        settle.complete_with_result(queue, last.seq, last.lock_token, [1], attempt={"a": 2})
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT m.seq - (SELECT min(seq) FROM mqlite_message WHERE queue_id = q.id),"
+                " m.state, m.result::text, m.attempts::text,"
+                " (SELECT count(*) FROM mqlite_receipt r WHERE r.seq = m.seq AND r.verb = %s)"
+                " FROM mqlite_message m JOIN mqlite_queue q ON q.id = m.queue_id"
+                " WHERE q.name = %s ORDER BY m.seq",
+                ["complete", queue],
+            )
+            return [tuple(r) for r in cursor.fetchall()]
+
+    with override_settings(MQLITE={"PREPARED_STATEMENTS": True}):
+        with CaptureQueriesContext(connection) as ctx:
+            on = settle_all("on")
+    prepares = [
+        q["sql"].split(" ", 2)[1] for q in ctx.captured_queries if q["sql"].startswith("PREPARE")
+    ]
+    # The batches' text is prepared once; a single completion is the plain statement.
+    assert sorted(p.split("_")[1] for p in prepares if "_complete_" in p or "_receipts_" in p) == [
+        "complete", "receipts",
+    ]  # fmt: skip
+    executed = [q["sql"] for q in ctx.captured_queries if q["sql"].startswith("EXECUTE")]
+    assert sum("_complete_" in s for s in executed) == 2
+    assert sum("_receipts_" in s for s in executed) == 3
+    with override_settings(MQLITE={"PREPARED_STATEMENTS": False}):
+        with CaptureQueriesContext(connection) as ctx:
+            off = settle_all("off")
+    assert not [q["sql"] for q in ctx.captured_queries if q["sql"].startswith(("PREPARE", "EXEC"))]
+    assert on == off
+    assert [(r[1], r[4]) for r in on] == [("completed", 1)] * 5
+    assert '"r"' in on[0][2] and '"a": 1' in on[0][3]
