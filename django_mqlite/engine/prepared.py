@@ -1,10 +1,4 @@
-"""Server-side prepared statements for the engine's hottest statements on PostgreSQL: the
-one-statement send (``send_one``) and claim (``claim._claim_one``), a publish
-(``fanout``), a completion that keeps results (``settle_sql.complete_kept``: a Tasks
-worker's batch) and the settlement receipts (``receipts.write``). Each has one text
-whatever the batch's size (arrays, not a VALUES row per item) or a few (a single
-completion; a publish, one per subscription set, bounded below), so a session
-prepares each once.
+"""Server-side prepared statements for the engine's hottest statement on PostgreSQL.
 
 Django's psycopg backend binds parameters on the client and turns psycopg's own automatic
 preparation off (``prepare_threshold=None``, so that a transaction-pooling PgBouncer

@@ -25,7 +25,7 @@ from typing import Any
 from django.db.backends.utils import CursorWrapper
 
 from ..conf import current
-from . import batches, canonical_json, prepared
+from . import batches, canonical_json
 
 #: (seq, lock_token, the verb's arguments as ``abandon_args``/``reject_args`` wrote them)
 Request = tuple[int, str, str]
@@ -54,12 +54,9 @@ def write(
         # One statement text whatever the batch's size, with five parameters: psycopg
         # converts (and caches) it in a fraction of the time a VALUES row per receipt
         # takes, five parameters each.
-        prepared.execute(
-            cursor,
-            cursor.db.alias,
-            "receipts",
+        cursor.execute(
             "INSERT INTO mqlite_receipt (seq, lock_token, verb, args, expires_at) "
-            "SELECT r.seq, r.token, %s::text, r.args, %s::bigint "
+            "SELECT r.seq, r.token, %s, r.args, %s "
             "FROM unnest(%s::bigint[], %s::text[], %s::text[]) AS r (seq, token, args)",
             [
                 verb,

@@ -15,7 +15,7 @@ from typing import Any
 
 from django.db.backends.utils import CursorWrapper
 
-from . import canonical_json, prepared
+from . import canonical_json
 from .dead_letters import EXHAUSTED_REASON
 from .dialects import Dialect
 from .rows import QueueRow
@@ -255,8 +255,7 @@ def complete_kept(
         for (seq, token), c in kept
     ]
     params: list[Any]
-    arrays = len(kept) > 1 and cursor.db.vendor == "postgresql"
-    if arrays:
+    if len(kept) > 1 and cursor.db.vendor == "postgresql":
         # One array a column: one statement text whatever the batch's size, which
         # psycopg converts (and caches) in a fraction of the time a VALUES row per item
         # takes (over 50 parameters it converts anew every time).
@@ -277,18 +276,12 @@ def complete_kept(
         if noted
         else ("seq, token, result, attempt", "")
     )
-    sql = (
+    cursor.execute(
         f"WITH v ({columns}) AS ({values}) "
         f"UPDATE mqlite_message {hint} SET state = 'completed', completed_at = %s, "
         f"lock_token = NULL, locked_until = NULL, locked_by = NULL, result = v.result, {progress}"
         f"{_ATTEMPTS.format(append=append)} FROM v WHERE {where} "
-        "RETURNING mqlite_message.seq, mqlite_message.order_key, mqlite_message.batch_id"
+        "RETURNING mqlite_message.seq, mqlite_message.order_key, mqlite_message.batch_id",
+        [*params, now, *fence_params],
     )
-    if arrays and not lapsed:
-        # A Tasks worker's batch: one text whatever its size, and every parameter's type
-        # fixed by a cast or its column, so a session prepares it once (``prepared``).
-        # Not a lapsed fence: its "%s >= 0" would make that parameter an integer.
-        prepared.execute(cursor, cursor.db.alias, "complete", sql, [*params, now, *fence_params])
-    else:
-        cursor.execute(sql, [*params, now, *fence_params])
     return [LeftRow(*r) for r in cursor.fetchall()]
