@@ -1,4 +1,6 @@
-"""Server-side prepared statements for the engine's hottest statement on PostgreSQL.
+"""Server-side prepared statements for the engine's hottest statements on PostgreSQL: the
+one-statement send (``send_one``) and claim (``claim._claim_one``), and a publish
+(``fanout``, one text per subscription set, bounded below).
 
 Django's psycopg backend binds parameters on the client and turns psycopg's own automatic
 preparation off (``prepare_threshold=None``, so that a transaction-pooling PgBouncer
