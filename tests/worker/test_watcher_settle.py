@@ -67,12 +67,20 @@ def _settle(conn: _Counter, writes: _Writes) -> tuple[tuple[int, bool], float]:
 def test_after_a_commit_already_seen_it_looks_a_few_times_not_every_millisecond() -> None:
     """A commit's last writes wake the watcher after it saw the commit; nothing moves
     until the next commit. It looks at steps doubling to ``SETTLE_MAX_STEP_S`` (4 ms), not
-    every 1 ms: 45-50 looks after each completion of a trickle before."""
-    conn = _Counter()
-    got, took = _settle(conn, _Writes())
-    assert got == (1, False)
-    assert took >= listen.SETTLE_S * 0.9
-    assert 5 <= conn.looks <= 20, conn.looks
+    every 1 ms: 45-50 looks after each completion of a trickle before. Looking too often
+    fails at once; too few looks is what a thread left without the CPU for the whole
+    window sees (a loaded CI machine: one look in 50 ms), so that is tried again."""
+    seen = []
+    for _ in range(3):
+        conn = _Counter()
+        got, took = _settle(conn, _Writes())
+        assert got == (1, False)
+        assert took >= listen.SETTLE_S * 0.9
+        assert conn.looks <= 20, conn.looks
+        seen.append(conn.looks)
+        if conn.looks >= 5:
+            break
+    assert max(seen) >= 5, seen
 
 
 def test_a_commit_written_meanwhile_is_seen() -> None:
