@@ -190,10 +190,9 @@ def tasks_floor_table(data: dict[str, Any]) -> str:
             if drain is None or "cpu_us_per_msg" not in drain:
                 continue
             cpu = drain["cpu_us_per_msg"]
-            django = key in ("mqlite", "tasks_db", "ox")
             lines.append(
                 f"| {label}'s worker, its brokers drain | {_fmt(drain, '/s')} "
-                f"| {less(cpu, record)} | {less(cpu, floor) if django else ''} |"
+                f"| {less(cpu, record)} | {less(cpu, floor) if key in SYSTEMS else ''} |"
             )
         lines.append("")
     return "\n".join(lines)

@@ -26,9 +26,9 @@ from ..harness import Context, Stopwatch, repeat, skipped
 WARM = 200
 
 
-def _immediate() -> tuple[Any, Any, Any] | str:
+def _immediate() -> tuple[Any, Any] | str:
     """(Django's ImmediateBackend, a maker of the READY ``TaskResult`` it starts a task
-    from, the task), or why the floor cannot be measured here."""
+    from), or why the floor cannot be measured here."""
     try:  # Django 6.x, else the django-tasks backport (as the bench project's task)
         from django.tasks.backends.immediate import ImmediateBackend  # type: ignore[import-not-found,unused-ignore]
         from django.tasks.base import TaskResult, TaskResultStatus  # type: ignore[import-not-found,unused-ignore]
@@ -66,14 +66,14 @@ def _immediate() -> tuple[Any, Any, Any] | str:
             worker_ids=[],
         )
 
-    return backend, fresh, record_task
+    return backend, fresh
 
 
 def tasks_floor(ctx: Context) -> dict[str, Any]:
     got = _immediate()
     if isinstance(got, str):
         return {"django.tasks_floor": skipped(got), "django.record_only": skipped(got)}
-    backend, fresh, _task = got
+    backend, fresh = got
     from benchmarks.brokers import record
 
     n = ctx.size("brokers")
