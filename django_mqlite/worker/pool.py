@@ -209,15 +209,19 @@ class Pool:
                 db_health.refresh()  # this thread's connection, once per message
                 # The start margin is checked last, immediately before the handler is
                 # called: nothing that can block (a connection probe, a reconnect, the
-                # lock) comes between the check and the start.
+                # lock) comes between the check and the start. When it was checked is
+                # read before any clock the check reads: a process frozen after those
+                # readings (even before the check returns) was frozen between the check
+                # and the start, which ``start_checked_at`` must then say.
                 with self.lock:
+                    checked_at = time.time()
                     stale = not self._may_start(d)
                     if stale:
                         self.running.discard(d)
                         self._handing_over += 1  # ``_release_stale`` gives it back
                     else:
                         d.started = time.monotonic()
-                        d.msg.start_checked_at = time.time()
+                        d.msg.start_checked_at = checked_at
                 if stale:
                     self._release_stale(d)
                     d = None

@@ -125,6 +125,43 @@ def test_a_pause_right_after_the_claim_commits_starts_nothing_of_it(
     assert all(count == 1 for seq, count in runs if seq not in paused), runs
 
 
+def test_a_pause_inside_the_check_after_its_clock_reading_is_after_the_check(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``start_checked_at`` is read before the clocks the check reads: a handler
+    thread paused after the lease check read the time (a SIGSTOP there, even before the
+    check returns, is one between the check and the start) records a check time before
+    the pause, so the fault suite's history explains that start by the freeze. Read
+    after the check, it fell after the pause, and the freeze explained nothing (the
+    fault suite's "unexplained duplicate side effects", its check time equal to its
+    start)."""
+    from django_mqlite.worker import pool as pool_module
+
+    mq.create_queue("checked")
+    mq.send("checked", 1)
+    read_at: list[float] = []
+    real_now_ms = pool_module.now_ms
+
+    def now_ms_then_pause() -> int:
+        got = real_now_ms()
+        if threading.current_thread().name.startswith("mqlite-handler"):
+            read_at.append(time.time())
+            time.sleep(0.05)  # paused right after the lease check read the clock
+        return got
+
+    monkeypatch.setattr(pool_module, "now_ms", now_ms_then_pause)
+    checked: list[float | None] = []
+    registry = Registry()
+    registry.register("checked", lambda msg: checked.append(msg.start_checked_at))
+    worker = Worker(["checked"], burst=True, reaper=False, install_signals=False, registry=registry)
+    thread = threading.Thread(target=worker.run)
+    thread.start()
+    thread.join(30)
+    assert not thread.is_alive()
+    assert len(checked) == 1 and len(read_at) == 1, (checked, read_at)
+    assert checked[0] is not None and checked[0] <= read_at[0], (checked, read_at)
+
+
 @override_settings(MQLITE={"WORKER_STALE_AFTER": 1.0, "HEARTBEAT_INTERVAL": 0.1})
 def test_messages_claimed_before_a_pause_past_the_stale_limit_are_not_started(
     monkeypatch: pytest.MonkeyPatch,
