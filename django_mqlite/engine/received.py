@@ -53,9 +53,9 @@ class Received(_MessageFields):
     #: steps (``worker.handling``), so callers that report it never re-read the row.
     outcome: Settled | None = field(default=None, repr=False, compare=False)
     #: When a worker last checked this delivery's start margin, immediately before
-    #: calling its handler (``time.time()``, epoch seconds, read before the check's own
-    #: clock readings: a pause after it came between the check and the start); None
-    #: outside a worker.
+    #: calling its handler: the reading of the engine's clock (epoch seconds) the lease
+    #: was checked against, so a pause after it came between the check and the start;
+    #: None outside a worker.
     start_checked_at: float | None = field(default=None, repr=False, compare=False)
     #: The consumer span of this delivery while a worker processes it (tracing on, see
     #: ``worker.tracing``): opened around the handler, ended once it is settled.

@@ -209,13 +209,13 @@ class Pool:
                 db_health.refresh()  # this thread's connection, once per message
                 # The start margin is checked last, immediately before the handler is
                 # called: nothing that can block (a connection probe, a reconnect, the
-                # lock) comes between the check and the start. When it was checked is
-                # read before any clock the check reads: a process frozen after those
-                # readings (even before the check returns) was frozen between the check
-                # and the start, which ``start_checked_at`` must then say.
+                # lock) comes between the check and the start. The lease is checked
+                # against one reading of the engine's clock, kept as ``start_checked_at``:
+                # a process frozen after that reading (even before the check returns)
+                # was frozen between the check and the start, and the time says so.
                 with self.lock:
-                    checked_at = time.time()
-                    stale = not self._may_start(d)
+                    checked_at = now_ms() / 1000
+                    stale = not self._may_start(d, checked_at)
                     if stale:
                         self.running.discard(d)
                         self._handing_over += 1  # ``_release_stale`` gives it back
@@ -249,17 +249,17 @@ class Pool:
         # The margin keeps clear of the reaper's own rounding and timing.
         return current().worker_stale_after_s * 0.8
 
-    def _may_start(self, d: Delivery) -> bool:
-        """The start-margin rule (``prefetch``): ``d``'s lease has the margin left, and
-        no pause long enough for the stale-worker pass came between its claim and now
-        (called holding the lock)."""
+    def _may_start(self, d: Delivery, now_s: float) -> bool:
+        """The start-margin rule (``prefetch``): ``d``'s lease has the margin left at
+        ``now_s`` (the engine's clock, epoch seconds), and no pause long enough for the
+        stale-worker pass came between its claim and now (called holding the lock)."""
         if d.lost:
             return False
         if d.claimed_at < self._paused_until:
             return False
         if self._last_beat and time.monotonic() - self._last_beat > self._stale_limit_s():
             return False  # no heartbeat for that long: it may be another pause
-        return d.lease_left_s(now_ms() / 1000) >= start_margin_s(d.lease_s)
+        return d.lease_left_s(now_s) >= start_margin_s(d.lease_s)
 
     def _release_stale(self, d: Delivery) -> None:
         """Give back a delivery whose lease is (nearly) spent without running it (the

@@ -123,9 +123,9 @@ class History:
         """Whether the nemesis froze ``d``'s worker process after the worker checked
         its start margin and before the handler started (the one start after a
         completion elsewhere that the worker cannot prevent: a process frozen between
-        any check and the handler's first line). The worker reads ``checked_ms`` before
-        the clocks its check reads, so a freeze that lands inside the check, after those
-        readings, is one of these too."""
+        any check and the handler's first line). ``checked_ms`` is the clock reading the
+        worker checked the lease against, so a freeze that lands inside the check, after
+        that reading, is one of these too."""
         checked = d.get("checked_ms")
         return checked is not None and any(
             d["pid"] in f["pids"]

@@ -128,13 +128,13 @@ def test_a_pause_right_after_the_claim_commits_starts_nothing_of_it(
 def test_a_pause_inside_the_check_after_its_clock_reading_is_after_the_check(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """``start_checked_at`` is read before the clocks the check reads: a handler
-    thread paused after the lease check read the time (a SIGSTOP there, even before the
-    check returns, is one between the check and the start) records a check time before
-    the pause, so the fault suite's history explains that start by the freeze. Read
-    after the check, it fell after the pause, and the freeze explained nothing (the
-    fault suite's "unexplained duplicate side effects", its check time equal to its
-    start)."""
+    """``start_checked_at`` is the clock reading the lease was checked against: a
+    handler thread paused after the lease check read the time (a SIGSTOP there, even
+    before the check returns, is one between the check and the start) records a check
+    time before the pause, so the fault suite's history explains that start by the
+    freeze. Read after the check, it fell after the pause, and the freeze explained
+    nothing (the fault suite's "unexplained duplicate side effects", its check time
+    equal to its start)."""
     from django_mqlite.worker import pool as pool_module
 
     mq.create_queue("checked")
