@@ -110,7 +110,16 @@ class Pool:
     # -- accounting (callers hold no lock) ----------------------------------------------
 
     def submit(self, deliveries: list[Delivery]) -> None:
+        """Queue freshly claimed deliveries for the threads. A message this worker still
+        holds under an older delivery (its lease lapsed while it waited or ran, and this
+        worker's own claim took it again) is held once: the older delivery is lost, as
+        its token is no longer the message's, so no renewal, release or settlement
+        presents both (a batch may not name a message twice) and it never starts."""
         with self.lock:
+            claimed = {d.key: d.msg.lock_token for d in deliveries}
+            for d in (*self.pending, *self.running, *self.done, *(f[0] for f in self.failed)):
+                if not d.lost and claimed.get(d.key, d.msg.lock_token) != d.msg.lock_token:
+                    d.lost = True
             self.pending.extend(deliveries)
             self._ready.notify(len(deliveries))
 

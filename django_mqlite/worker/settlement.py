@@ -183,8 +183,10 @@ def _after_completion(queue: str, d: Delivery, done: bool) -> None:
 
 
 def release(ds: list[Delivery], using: str) -> None:
-    """Hand claimed-but-unstarted messages back without burning an attempt."""
-    for queue, part in by_queue(ds).items():
+    """Hand claimed-but-unstarted messages back without burning an attempt. A delivery
+    whose lease is known lost is not presented (another delivery holds the message now,
+    perhaps this worker's own)."""
+    for queue, part in by_queue(d for d in ds if not d.lost).items():
         for chunk in batches.chunks(part, settle.MAX_COMPLETE_BATCH):
             settle.release(queue, [d.item() for d in chunk], using=using)
         logger.info(

@@ -235,6 +235,33 @@ def test_a_lease_found_lost_at_renewal_is_marked_and_logged(
     assert _logged(caplog, d) == [(logging.WARNING, f"{q} #{d.msg.seq}: lease lost while held")]
 
 
+def test_a_message_claimed_again_by_its_own_worker_is_held_once(
+    make_queue: Any, clock: mq.clock.FrozenClock
+) -> None:
+    """A delivery waiting for a thread outlives its lease (the worker stalled), the
+    message returns, and the worker's own next claim takes it again under a new token:
+    the older delivery is lost at once, so the renewal and the release present the
+    message once (a batch naming a message twice is refused, which stopped the worker)
+    and only the current token is renewed and released."""
+    q = make_queue("again", lock_duration=10).name
+    using = mq.database_of(q)
+    pool = _pool(q)
+    [old] = _held(pool, q)
+    clock.advance(11)
+    assert mq.reap()["expired_locks"] == 1
+    [again] = mq.receive(q)
+    assert again.seq == old.msg.seq and again.lock_token != old.msg.lock_token
+    new = Delivery(again, None, 30, settlement.clock_s())  # type: ignore[arg-type]
+    pool.submit([new])
+    assert (old.lost, new.lost) == (True, False)
+    assert pool.held() == [new]
+    settlement.renew_due(pool, using)  # both were due: only the current one is renewed
+    assert new.lease_until == settlement.clock_s() + 30
+    settlement.release(pool.take_pending(), using)
+    [row] = mq.peek(q)
+    assert (row.state, row.delivery_count) == ("active", 1)  # the second claim given back
+
+
 def test_a_release_hands_each_queues_unstarted_messages_back_and_logs_a_line_per_queue(
     make_queue: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
