@@ -115,9 +115,20 @@ class History:
                     f"{ref}: delivery {d['delivery']} (pid {d['pid']}) started "
                     f"{d['start_ms'] - done} ms after the message was completed "
                     f"(start margin checked at {d.get('checked_ms')}, started at "
-                    f"{d['start_ms']})"
+                    f"{d['start_ms']}; {self.last_freeze_before(d)})"
                 )
         return bad
+
+    def last_freeze_before(self, d: dict[str, Any]) -> str:
+        """The last freeze of ``d``'s process that ended before its start, said for the
+        report (what a diagnosis of an unexplained start needs first)."""
+        before = [
+            f for f in self.freezes if d["pid"] in f["pids"] and f["resumed_ms"] <= d["start_ms"]
+        ]
+        if not before:
+            return "its process was never frozen before it"
+        f = max(before, key=lambda f: f["resumed_ms"])
+        return f"its process was frozen from {f['stopped_ms']} to {f['resumed_ms']}"
 
     def frozen_between_check_and_start(self, d: dict[str, Any]) -> bool:
         """Whether the nemesis froze ``d``'s worker process after the worker checked
