@@ -117,8 +117,8 @@ class Pool:
         presents both (a batch may not name a message twice) and it never starts."""
         with self.lock:
             claimed = {d.key: d.msg.lock_token for d in deliveries}
-            for d in (*self.pending, *self.running, *self.done, *(f[0] for f in self.failed)):
-                if not d.lost and claimed.get(d.key, d.msg.lock_token) != d.msg.lock_token:
+            for d in self._holding():
+                if claimed.get(d.key, d.msg.lock_token) != d.msg.lock_token:
                     d.lost = True
             self.pending.extend(deliveries)
             self._ready.notify(len(deliveries))
@@ -183,8 +183,13 @@ class Pool:
     def held(self) -> list[Delivery]:
         """Deliveries whose lease the worker must keep alive."""
         with self.lock:
-            failed = (f[0] for f in self.failed)
-            return [d for d in (*self.pending, *self.running, *self.done, *failed) if not d.lost]
+            return self._holding()
+
+    def _holding(self) -> list[Delivery]:
+        """Every delivery not known lost, waiting, running, finished or failed (called
+        holding the lock)."""
+        failed = (f[0] for f in self.failed)
+        return [d for d in (*self.pending, *self.running, *self.done, *failed) if not d.lost]
 
     def expire(self, now: float) -> list[Delivery]:
         """Mark running handlers past their timeout as timed out, replace their threads,
