@@ -840,6 +840,27 @@ def _fresh(data: Data, db: str) -> str:
     )
 
 
+def _idle(data: Data, db: str) -> str:
+    """An idle ``runworker``'s transactions a second and share of a core (its pickup
+    run's idle window): at most 2 and 1%."""
+    cost = _broker(data, db, "mqlite.idle_cost")
+    if "median" not in cost:
+        return "not measured"
+    tx, core = cost["median"], cost["core_pct"]
+    met = tx <= 2 and core <= 1
+    return f"{tx:.1f} a second, {core:.2f}% of a core: {'met' if met else 'not met'}"
+
+
+def _trickle(data: Data, db: str) -> str:
+    """The transactions a task of the pickup's trickle costs: at most 1.5."""
+    cost = _broker(data, db, "mqlite.trickle_cost")
+    if "median" not in cost:
+        return "not measured"
+    tx = cost["median"]
+    cpu = cost["cpu_us_per_task"] / 1000
+    return f"{tx:.2f} a task ({cpu:.1f} ms of CPU a task): {'met' if tx <= 1.5 else 'not met'}"
+
+
 def brokers_targets(data: Data) -> str:
     """The brokers run against its targets, every cell from the results file."""
     dbs = [(db, label) for db, label in _DEFAULT_DBS if db in data["results"]]
@@ -868,6 +889,14 @@ def brokers_targets(data: Data) -> str:
         (
             "(not a target: a fresh producer's first pickup, against Celery on Redis's)",
             lambda db: _fresh(data, db),
+        ),
+        (
+            "an idle `runworker`: at most 2 transactions a second and 1% of a core",
+            lambda db: _idle(data, db),
+        ),
+        (
+            "a trickle (one task every 50 ms): at most 1.5 transactions a task",
+            lambda db: _trickle(data, db),
         ),
     ]
     lines = ["| target | " + " | ".join(label for _, label in dbs) + " |"]

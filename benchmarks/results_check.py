@@ -59,6 +59,8 @@ _N: list[tuple[str, Callable[[Sizes], int]]] = [
     (r"(sqlite3|mqlite)\.floor_(produce_batch_256|drain_batch_64)", lambda s: s["batch"]),
     (rf"{_BROKER_SYSTEMS}\.brokers_drain(_steady)?", lambda s: s["brokers"]),
     (rf"{_BROKER_SYSTEMS}\.pickup", lambda s: s["pickup"]),
+    (r"mqlite\.idle_cost", lambda s: s["idle_s"]),  # n: the seconds idled
+    (r"mqlite\.trickle_cost", lambda s: s["pickup"] + 1),  # the pickup's tasks, the first's too
     (r"django\.(tasks_floor|record_only)", lambda s: s["brokers"]),
 ]
 EXPECTED_N = [(re.compile(pattern + "$"), rule) for pattern, rule in _N]
@@ -69,11 +71,11 @@ _BACKLOG = re.compile(r"(mqlite|tasks_db)\.claim_(\d+)$")
 FIELDS = {
     "unit", "min", "median", "max", "samples", "n", "load", "cpu_us_per_msg", "note", "body",
     "steady_median", "backlog", "p99", "first", "last", "growth", "msg_per_s", "timeline",
-    "p50", "p95", "every_ms", "slowest", "fresh_ms",
+    "p50", "p95", "every_ms", "slowest", "fresh_ms", "core_pct", "cpu_us_per_task",
 }  # fmt: skip
 
 # Sizes added after results files were committed: a file may lack them.
-ADDED_LATER = {"brokers", "pickup"}
+ADDED_LATER = {"brokers", "pickup", "idle_s"}
 
 # Samples are stored rounded to 4 decimals; min/median/max are not.
 TOLERANCE = 1e-4

@@ -21,6 +21,7 @@ QUICK = {
     "defaults_single": 300,
     "brokers": 1_000,
     "pickup": 100,
+    "idle_s": 10,
 }
 FULL = {
     **QUICK,

@@ -16,6 +16,13 @@ For each system, with the same N and the same task (it records its start in Redi
   milliseconds. The producer is a process of its own: its first task (connecting,
   the first statements of a new database session or broker channel) is timed apart,
   as ``fresh_ms``, one per repeat, before a second idle pause and the measured tasks.
+- ``idle_cost`` and ``trickle_cost`` (django-mqlite only: the targets are its
+  worker's): in the same pickup run, the worker's transactions (counted in its
+  processes, ``benchmarks.brokers.txcount``) and its process tree's CPU, over
+  the size ``idle_s`` (seconds) of idling after the warm-up (per second, and as a share of one
+  core), and over the pickup's tasks (per task: from before the producer starts until
+  ``SETTLE_S`` after the last task's start, so its completion is in; the producer's
+  first task and its idle pause are in it too, so the figure errs high).
 
 A system whose service (Redis, RabbitMQ, PostgreSQL) does not answer is skipped with
 that reason. procrastinate runs on PostgreSQL only and is measured in the PostgreSQL run.
@@ -33,15 +40,19 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
-from ..brokers import record
+from ..brokers import record, txcount
 from ..brokers.systems import ONCE, System, down, purge_amqp, systems
 from ..harness import ROOT, Context, rate, reset, skipped, summary
 
 POLL_S = 0.005
 PICKUP_EVERY_S = 0.05
 IDLE_S = 1.0
+#: The wait after the last pickup before the trickle's count is read (its completion,
+#: and a look of the counter: ``EVERY_S``).
+SETTLE_S = 4 * txcount.EVERY_S
 
 
 def _env(system: System) -> dict[str, str]:
@@ -96,11 +107,11 @@ def _produce(
 class Worker:
     """The system's worker process, in a session of its own (stopped as a group)."""
 
-    def __init__(self, system: System) -> None:
+    def __init__(self, system: System, env: dict[str, str] | None = None) -> None:
         self.err = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(  # noqa: S603 - the system's own worker command
             system.worker,
-            env=_env(system),
+            env={**_env(system), **(env or {})},
             stdout=subprocess.DEVNULL,
             stderr=self.err,
             start_new_session=True,
@@ -177,24 +188,58 @@ def _drain(system: System, n: int, steady: list[float]) -> tuple[float, float]:
     return rate(n, seconds), cpu / n * 1e6
 
 
-def _pickup_once(system: System, samples: int) -> tuple[float, list[float]]:
+class Cost:
+    """A worker's transactions (counted in its processes, when it counts) and its
+    process tree's CPU seconds, read at the start of a window and taken at its end."""
+
+    def __init__(self, worker: Worker, counts: Path | None) -> None:
+        self.worker, self.counts = worker, counts
+        self.tx, self.cpu = self._read()
+
+    def _read(self) -> tuple[int, float]:
+        return (txcount.total(self.counts) if self.counts else 0), self.worker.cpu_s()
+
+    def since(self) -> tuple[int, float]:
+        """Transactions and CPU seconds since this window started."""
+        tx, cpu = self._read()
+        return tx - self.tx, cpu - self.cpu
+
+
+def _pickup_once(
+    system: System, samples: int, costs: dict[str, list[float]] | None = None, idle_s: float = 0
+) -> tuple[float, list[float]]:
     """One pickup run: the latency (ms) of a fresh producer's first task, and those of
     ``samples`` tasks, one every 50 ms, from that producer, warm, into a warm, idle
-    worker."""
+    worker. With ``costs``, the worker counts its transactions, and its idle and
+    trickle costs are appended there (the module's docstring)."""
     _empty(system)
-    worker = Worker(system)
-    try:
-        # Warm: the worker has started and run one task before the clock matters.
-        _produce(system, 1, PICKUP_EVERY_S).wait(120)
-        _wait_for(worker, 1, 120, [])
-        time.sleep(IDLE_S)  # idle, as a worker between bursts is
-        # The producer's own first task, then IDLE_S again, then the samples.
-        producer = _produce(system, samples, PICKUP_EVERY_S, warm=IDLE_S)
-        _wait_for(worker, samples + 2, samples * PICKUP_EVERY_S + 240, [])
-        if producer.wait(60) != 0:
-            raise RuntimeError(f"{system.name}: the pickup producer failed")
-    finally:
-        worker.stop()
+    with tempfile.TemporaryDirectory(prefix="bench-tx-") as tmp:
+        counts = Path(tmp) if costs is not None else None
+        worker = Worker(system, {txcount.ENV: tmp} if counts else None)
+        try:
+            # Warm: the worker has started and run one task before the clock matters.
+            _produce(system, 1, PICKUP_EVERY_S).wait(120)
+            _wait_for(worker, 1, 120, [])
+            time.sleep(IDLE_S)  # idle, as a worker between bursts is
+            if costs is not None:
+                idle = Cost(worker, counts)
+                time.sleep(idle_s)
+                tx, cpu = idle.since()
+                costs["idle_tx_per_s"].append(tx / idle_s)
+                costs["idle_core_pct"].append(cpu / idle_s * 100)
+            trickle = Cost(worker, counts)
+            # The producer's own first task, then IDLE_S again, then the samples.
+            producer = _produce(system, samples, PICKUP_EVERY_S, warm=IDLE_S)
+            _wait_for(worker, samples + 2, samples * PICKUP_EVERY_S + 240, [])
+            if producer.wait(60) != 0:
+                raise RuntimeError(f"{system.name}: the pickup producer failed")
+            if costs is not None:
+                time.sleep(SETTLE_S)
+                tx, cpu = trickle.since()
+                costs["trickle_tx_per_task"].append(tx / (samples + 1))
+                costs["trickle_cpu_us_per_task"].append(cpu / (samples + 1) * 1e6)
+        finally:
+            worker.stop()
     ms = [v * 1000 for v in record.latencies()[1:]]
     if len(ms) != samples + 1:
         raise RuntimeError(f"{system.name}: {len(ms)} latencies of {samples + 1}")
@@ -205,17 +250,21 @@ def _percentile(ordered: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * p))]
 
 
-def _pickup(ctx: Context, system: System, samples: int) -> dict[str, Any]:
+def _pickup(
+    ctx: Context, system: System, samples: int, costs: dict[str, list[float]] | None = None
+) -> dict[str, Any]:
     """The median of each repeat's p50, with p50/p95/p99 over every latency measured,
     and each repeat's three slowest pickups as [which task of the run (0: the first),
     milliseconds] (what the p99 of a run is: its second slowest of 200), and each
-    repeat's fresh producer's first pickup (``fresh_ms``, not among the others)."""
+    repeat's fresh producer's first pickup (``fresh_ms``, not among the others). With
+    ``costs``, each repeat's idle and trickle costs are appended there."""
     medians: list[float] = []
     everything: list[float] = []
     slowest: list[list[list[float]]] = []
     fresh: list[float] = []
     for _ in range(ctx.repeat):
-        first, run = _pickup_once(system, samples)
+        idle_s = ctx.size("idle_s") if costs is not None else 0
+        first, run = _pickup_once(system, samples, costs, idle_s)
         fresh.append(round(first, 2))
         top = sorted(range(len(run)), key=run.__getitem__)[-3:]
         slowest.append([[i, round(run[i], 2)] for i in reversed(top)])
@@ -241,6 +290,7 @@ def brokers(ctx: Context) -> dict[str, Any]:
     the machine's load falls on all of them alike), then every system's pickup."""
     n = ctx.size("brokers")
     samples = ctx.size("pickup")
+    idle_s = ctx.size("idle_s")
     out: dict[str, Any] = {}
     live = []
     only = [n for n in os.environ.get("BENCH_BROKERS", "").split(",") if n]
@@ -278,5 +328,25 @@ def brokers(ctx: Context) -> dict[str, Any]:
             summary(st, "tasks/s", n=n) if st else skipped("too fast to observe two changes")
         )
     for system in live:
-        out[f"{system.name}.pickup"] = _pickup(ctx, system, samples)
+        costs: dict[str, list[float]] | None = None
+        if system.name == "mqlite":
+            costs = {k: [] for k in COST_KEYS}
+        out[f"{system.name}.pickup"] = _pickup(ctx, system, samples, costs)
+        if costs is not None:
+            out[f"{system.name}.idle_cost"] = summary(
+                costs["idle_tx_per_s"],
+                "transactions/s",
+                n=idle_s,
+                core_pct=statistics.median(costs["idle_core_pct"]),
+            )
+            out[f"{system.name}.trickle_cost"] = summary(
+                costs["trickle_tx_per_task"],
+                "transactions/task",
+                n=samples + 1,
+                every_ms=PICKUP_EVERY_S * 1000,
+                cpu_us_per_task=statistics.median(costs["trickle_cpu_us_per_task"]),
+            )
     return out
+
+
+COST_KEYS = ("idle_tx_per_s", "idle_core_pct", "trickle_tx_per_task", "trickle_cpu_us_per_task")

@@ -347,6 +347,28 @@ def test_the_brokers_targets_show_a_fresh_producers_first_pickup_beside_the_targ
     )
 
 
+def test_the_brokers_targets_show_an_idle_and_a_trickling_workers_costs() -> None:
+    from benchmarks.harness import summary
+    from benchmarks.render import brokers_targets
+    from benchmarks.results_check import problems
+
+    data = _brokers_file(30_000)
+    assert "at most 1.5 transactions a task | not measured |" in brokers_targets(data)
+    results = data["results"]["sqlite"]["brokers"]
+    results["mqlite.idle_cost"] = summary([1.1], "transactions/s", n=10, core_pct=0.4)
+    results["mqlite.trickle_cost"] = summary(
+        [2.2], "transactions/task", n=201, every_ms=50.0, cpu_us_per_task=5200.0
+    )
+    assert problems(data) == []
+    targets = brokers_targets(data)
+    assert "1% of a core | 1.1 a second, 0.40% of a core: met |" in targets
+    assert "1.5 transactions a task | 2.20 a task (5.2 ms of CPU a task): not met |" in targets
+    results["mqlite.idle_cost"] = summary([3.2], "transactions/s", n=10, core_pct=0.4)
+    assert "3.2 a second, 0.40% of a core: not met" in brokers_targets(data)
+    results["mqlite.trickle_cost"]["n"] = 200  # the pickup's 200 and the producer's first
+    assert any("mqlite.trickle_cost: n is 200" in p for p in problems(data))
+
+
 def test_a_brokers_result_at_another_n_is_refused() -> None:
     from benchmarks.results_check import problems
 
@@ -395,7 +417,7 @@ def test_a_fresh_producers_first_pickup_is_reported_apart(
     from benchmarks.scenarios import brokers
 
     runs = iter([(40.0, [1.0, 2.0, 3.0, 4.0]), (30.0, [2.0, 2.0, 2.0, 9.0])])
-    monkeypatch.setattr(brokers, "_pickup_once", lambda system, samples: next(runs))
+    monkeypatch.setattr(brokers, "_pickup_once", lambda system, samples, costs, idle_s: next(runs))
     ctx = Context(db="sqlite", quick=True, repeat=2)
     got = brokers._pickup(ctx, object(), 4)  # type: ignore[arg-type]
     assert got["fresh_ms"] == [40.0, 30.0]
