@@ -24,6 +24,7 @@ from django.db import InterfaceError, OperationalError, connections
 from ..conf import current
 from ..engine import arguments, databases, listen, running, settle, wakeup
 from ..engine.claim import receive
+from ..engine.claimable import claimable
 from ..engine.clock import now_ms, to_ms
 from ..engine.dialects import dialect_for
 from ..engine.queues import create_queue, get_queue, sync_declared
@@ -410,13 +411,16 @@ class Worker:
         of which wakes the queue (NOTIFY; on SQLite the commit watcher, which sees every
         commit, this worker's own as well: the claim then waits for this connection's
         commit counter to move, which only other connections' commits do, unless the
-        wake-up came while this worker's own settlements committed); a settlement that
-        makes a group's next message claimable wakes the queue too (``lines``); (b) when
-        its last claim took all it asked for (there may be more): claim at once; (c) with time (a
-        retry's or schedule's delay ends, a lease runs out, a rate limit's budget
-        returns): the poll, every ``IDLE_MAX_LISTENING_S``, at a retry's due time for the
-        worker's own, and on the back-off from ``IDLE_MIN_S`` for a limited queue. So an
-        idle worker claims once per poll, and a trickle costs a claim and a completion
+        wake-up came while this worker's own settlements committed, and claims only the
+        queues a read finds something claimable in, ``engine.claimable``: a completion
+        or a heartbeat wakes it too, and on SQLite an empty claim is a write
+        transaction); a settlement that makes a group's next message claimable wakes the
+        queue too (``lines``); (b) when its last claim took all it asked for (there may
+        be more): claim at once; (c) with time (a retry's or schedule's delay ends, a
+        lease runs out, a rate limit's budget returns): the poll, every
+        ``IDLE_MAX_LISTENING_S``, at a retry's due time for the worker's own, and on the
+        back-off from ``IDLE_MIN_S`` for a limited queue. So an idle worker claims once
+        per poll, and a trickle costs a claim and a completion
         per message, not a string of empty claims between them. The poll (and a retry's
         due time, and the first claim after wake-ups resume) claims every queue; (a) and
         (b) claim only the queues they concern, so a send to one queue of a worker that
@@ -430,12 +434,18 @@ class Worker:
                 or now >= self._poll_at
                 or any(t <= now for t in self._retries)
             )
-            only = None if every else self._due | set(self._woken_queues())
+            woken = set() if every else set(self._woken_queues()) - self._due
             self._retries = [t for t in self._retries if t > now]
             self._heard = wakeup.generations(list(self.consumers))
             self._commits = listen.commit_counter(self.using) if self._watcher else None
             self._told = False
-            got = self._claim(only)
+            if woken and self._watcher is not None:
+                # Most commits the watcher hears put nothing in a queue (a completion, a
+                # heartbeat): a read says where a claim could take something, after the
+                # wake-up was taken in (a commit after the read wakes it again).
+                woken &= claimable(self.using, woken)
+            only = None if every else self._due | woken
+            got = self._claim(only) if only is None or only else 0
             self._tell_full(self._want() <= 0)
             self._again = False
             self._due = self._undrained
