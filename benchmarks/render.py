@@ -861,6 +861,18 @@ def _trickle(data: Data, db: str) -> str:
     return f"{tx:.2f} a task ({cpu:.1f} ms of CPU a task): {'met' if tx <= 1.5 else 'not met'}"
 
 
+def _bytes(data: Data, db: str) -> str:
+    """Bytes written over a message's life at batch 1, ours and django-tasks-db's (the
+    ``write_amplification`` scenario in the same file): the target is SQLite's."""
+    flat = _flat(data, db)
+    ours = flat.get("mqlite.bytes_per_msg_batch1", {}).get("median")
+    peer = flat.get("tasks_db.bytes_per_task_batch1", {}).get("median")
+    if not ours or not peer:
+        return "not measured"
+    verdict = ("met" if ours <= peer else "not met") if db == "sqlite" else "not a target"
+    return f"{_n(ours)} B against {_n(peer)}: {verdict}"
+
+
 def brokers_targets(data: Data) -> str:
     """The brokers run against its targets, every cell from the results file."""
     dbs = [(db, label) for db, label in _DEFAULT_DBS if db in data["results"]]
@@ -898,6 +910,10 @@ def brokers_targets(data: Data) -> str:
             "a trickle (one task every 50 ms): at most 1.5 transactions a task",
             lambda db: _trickle(data, db),
         ),
+        (
+            "bytes written over a message's life at batch 1, at most django-tasks-db's",
+            lambda db: _bytes(data, db),
+        ),
     ]
     lines = ["| target | " + " | ".join(label for _, label in dbs) + " |"]
     lines.append("|---" * (1 + len(dbs)) + "|")
@@ -914,11 +930,72 @@ def brokers_targets(data: Data) -> str:
     return "\n".join(lines)
 
 
+#: Runs of django-mqlite's brokers scenario alone (``BENCH_BROKERS=mqlite``), before
+#: and after the worker's read of what is claimable on SQLite, alternated in the order
+#: given: quick runs on both databases, and full-size ones (N = 30,000) on SQLite.
+IDLE_RUNS_2026_12_07 = [
+    (f"{side} {i}", f"brokers-2026-12-07-quick-{side}-{i}.json")
+    for side, i in (("before", 1), ("after", 1), ("after", 2), ("before", 2))
+]
+DRAIN_RUNS_2026_12_07 = [
+    (f"{side} {i}", f"brokers-2026-12-07-sqlite-{side}-{i}.json")
+    for side, i in (
+        ("before", 1),
+        ("after", 1),
+        ("after", 2),
+        ("before", 2),
+        ("before", 3),
+        ("after", 3),
+    )
+]
+
+
+def idle_costs(runs: list[tuple[str, str]], _: Data) -> str:
+    """Per run and database: the drain, the idle and trickle costs (each repeat's, then
+    the CPU) and the pickup, from each run's file."""
+    lines = [
+        "| run | database | drain, start-up included [CPU a task] | idle: transactions a"
+        " second (each repeat) [share of a core] | trickle: transactions a task (each"
+        " repeat) [CPU a task] | pickup p50 / p95 / p99 (ms) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for label, name in runs:
+        data = load(name)
+        for db, db_label in _DBS:
+            if db not in data["results"]:
+                continue
+            flat = _flat(data, db)
+            idle, trickle = flat["mqlite.idle_cost"], flat["mqlite.trickle_cost"]
+            pickup, drain = flat["mqlite.pickup"], flat["mqlite.brokers_drain"]
+            lines.append(
+                f"| {label} | {db_label} "
+                f"| {_n(drain['median'])}/s [{_n(drain['cpu_us_per_msg'])} µs] "
+                f"| {' / '.join(f'{v:.1f}' for v in idle['samples'])} [{idle['core_pct']:.1f}%] "
+                f"| {' / '.join(f'{v:.2f}' for v in trickle['samples'])} "
+                f"[{trickle['cpu_us_per_task'] / 1000:.1f} ms] "
+                f"| {pickup['p50']:.2f} / {pickup['p95']:.2f} / {pickup['p99']:.2f} |"
+            )
+    return "\n".join(lines)
+
+
 BLOCKS: dict[str, tuple[str, Callable[[Data], str]]] = {
     "defaults-table": ("defaults.json", lambda d: defaults_table(d).strip()),
     "defaults-mariadb": ("defaults-mariadb.json", mariadb_defaults),
     "brokers-table": ("brokers.json", lambda d: brokers_table(d).strip()),
     "brokers-targets": ("brokers.json", brokers_targets),
+    "brokers-table-late-night": (
+        "brokers-2026-12-06-late-night.json",
+        lambda d: brokers_table(d).strip(),
+    ),
+    "brokers-targets-late-night": ("brokers-2026-12-06-late-night.json", brokers_targets),
+    "idle-costs-2026-12-07": (
+        IDLE_RUNS_2026_12_07[0][1],
+        partial(idle_costs, IDLE_RUNS_2026_12_07),
+    ),
+    "idle-costs-sqlite-2026-12-07": (
+        DRAIN_RUNS_2026_12_07[0][1],
+        partial(idle_costs, DRAIN_RUNS_2026_12_07),
+    ),
     "tasks-floor": ("tasks-floor.json", lambda d: tasks_floor_table(d).strip()),
     "brokers-table-evening": (
         "brokers-2026-12-06-evening.json",

@@ -369,6 +369,24 @@ def test_the_brokers_targets_show_an_idle_and_a_trickling_workers_costs() -> Non
     assert any("mqlite.trickle_cost: n is 200" in p for p in problems(data))
 
 
+def test_the_brokers_targets_show_the_bytes_a_message_writes_from_the_same_file() -> None:
+    from benchmarks.harness import summary
+    from benchmarks.render import brokers_targets
+    from benchmarks.results_check import problems
+
+    data = _brokers_file(30_000)
+    assert "at most django-tasks-db's | not measured |" in brokers_targets(data)
+    writes = data["sizes"]["sqlite"]["writes"]
+    data["results"]["sqlite"]["write_amplification"] = {
+        "mqlite.bytes_per_msg_batch1": summary([70136.0], "bytes/msg", n=writes // 10),
+        "tasks_db.bytes_per_task_batch1": summary([33000.0], "bytes/task", n=writes // 10),
+    }
+    assert problems(data) == []
+    assert "at most django-tasks-db's | 70,136 B against 33,000: not met |" in (
+        brokers_targets(data)
+    )
+
+
 def test_a_brokers_result_at_another_n_is_refused() -> None:
     from benchmarks.results_check import problems
 
