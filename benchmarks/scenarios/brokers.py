@@ -316,8 +316,16 @@ def brokers(ctx: Context) -> dict[str, Any]:
     cpus: dict[str, list[float]] = {s.name: [] for s in live}
     steady: dict[str, list[float]] = {s.name: [] for s in live}
     for _ in range(ctx.repeat):
-        for system in live:
-            r, cpu = _drain(system, n, steady[system.name])
+        for system in list(live):
+            try:
+                r, cpu = _drain(system, n, steady[system.name])
+            except RuntimeError as exc:
+                # One system that does not finish (its drain past the timeout, its
+                # worker gone) is reported as such; the others are still measured.
+                live.remove(system)
+                for key in ("brokers_drain", "brokers_drain_steady", "pickup"):
+                    out[f"{system.name}.{key}"] = skipped(f"{DID_NOT_FINISH}: {exc}")
+                continue
             rates[system.name].append(r)
             cpus[system.name].append(cpu)
     for system in live:
@@ -353,4 +361,5 @@ def brokers(ctx: Context) -> dict[str, Any]:
     return out
 
 
+DID_NOT_FINISH = "did not finish"
 COST_KEYS = ("idle_tx_per_s", "idle_core_pct", "trickle_tx_per_task", "trickle_cpu_us_per_task")

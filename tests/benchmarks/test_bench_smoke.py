@@ -428,6 +428,40 @@ def test_a_pickup_producer_warms_up_before_the_measured_tasks(
     assert kinds.count("look") == 4  # it waited: looked until the task was recorded
 
 
+def test_a_system_that_does_not_finish_its_drain_leaves_the_others_measured(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A peer's drain past the timeout (django-tasks-db on PostgreSQL, 2026-12-07) is
+    reported for that peer; the scenario goes on with the others (it stopped at it)."""
+    from benchmarks.brokers.systems import System
+    from benchmarks.harness import Context
+    from benchmarks.scenarios import brokers
+
+    fast = System("huey", ["huey"], (), "huey")
+    slow = System("tasks_db", ["db_worker"], (), "django_tasks_db", uses_db=True)
+    monkeypatch.setattr(brokers, "systems", lambda db: [fast, slow])
+    monkeypatch.setattr(brokers, "down", lambda system: None)
+
+    def drain(system: System, n: int, steady: list[float]) -> tuple[float, float]:
+        if system is slow:
+            raise RuntimeError("['db_worker']: 29346 of 30000 in 1800s")
+        steady.append(1500.0)
+        return 1400.0, 600.0
+
+    monkeypatch.setattr(brokers, "_drain", drain)
+    monkeypatch.setattr(brokers, "_pickup", lambda ctx, system, samples, costs: {"ran": 1})
+    ctx = Context(
+        db="sqlite", quick=True, repeat=2, sizes={"brokers": 10, "pickup": 4, "idle_s": 1}
+    )
+    out = brokers.brokers(ctx)
+    assert out["huey.brokers_drain"]["samples"] == [1400.0, 1400.0]
+    assert out["huey.pickup"] == {"ran": 1}
+    for key in ("brokers_drain", "brokers_drain_steady", "pickup"):
+        assert out[f"tasks_db.{key}"] == {
+            "skipped": "did not finish: ['db_worker']: 29346 of 30000 in 1800s"
+        }
+
+
 def test_a_fresh_producers_first_pickup_is_reported_apart(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
