@@ -14,7 +14,7 @@ heartbeat and periodic ticker run as in production.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -79,16 +79,8 @@ def test_a_trickle_costs_a_claim_and_a_completion_a_message(remote_sends: None) 
     registry = Registry()
     registry.register("trickle", lambda msg: done.append(int(msg.body)))
     worker = Worker(["trickle"], install_signals=False, registry=registry)
-    with Running(worker):
-        wait_for(lambda: worker.worker_id is not None, timeout=10, what="the worker's start")
-        time.sleep(1.0)
-        with counting() as counted:
-            for i in range(TASKS):
-                mq.send("trickle", i)
-                time.sleep(0.05)
-            wait_for(lambda: len(done) == TASKS, timeout=10, what="every task")
-            time.sleep(0.1)  # the last completion's flush
-        n = counted.total(skip=(PRODUCER,))
+    counted = _trickle(worker, "trickle", lambda: len(done) == TASKS)
+    n = counted.total(skip=(PRODUCER,))
     print(_report(counted, f"trickle {TASKS}: {n}"))
     assert n <= 2.5 * TASKS + 4, _report(counted, f"{n} transactions for {TASKS} tasks")
     # The claim loop: a claim and a completion a message, and nothing else. No
@@ -102,6 +94,23 @@ def test_a_trickle_costs_a_claim_and_a_completion_a_message(remote_sends: None) 
 
 
 TASKS = 20
+
+
+def _trickle(worker: Worker, queue: str, done: Callable[[], bool] | None = None) -> Transactions:
+    """Start ``worker``, let it settle, and count the transactions while ``TASKS``
+    messages are sent to ``queue`` one every 50 ms (and, with ``done``, until it says
+    they are handled and the last completion flushed)."""
+    with Running(worker):
+        wait_for(lambda: worker.worker_id is not None, timeout=10, what="the worker's start")
+        time.sleep(1.0)
+        with counting() as counted:
+            for i in range(TASKS):
+                mq.send(queue, i)
+                time.sleep(0.05)
+            if done is not None:
+                wait_for(done, timeout=10, what="every task")
+                time.sleep(0.1)  # the last completion's flush
+    return counted
 
 
 def test_a_send_to_one_queue_claims_that_queue_only(
@@ -152,14 +161,8 @@ def test_commits_that_put_nothing_in_its_queues_make_no_claim(remote_sends: None
     registry = Registry()
     registry.register("mine", lambda msg: None)
     worker = Worker(["mine"], install_signals=False, registry=registry)
-    with Running(worker):
-        wait_for(lambda: worker.worker_id is not None, timeout=10, what="the worker's start")
-        time.sleep(1.0)
-        with counting() as counted:
-            for i in range(TASKS):
-                mq.send("theirs", i)
-                time.sleep(0.05)
-        loop = counted.by_thread["mqlite-worker-main"]
+    counted = _trickle(worker, "theirs")
+    loop = counted.by_thread["mqlite-worker-main"]
     print(_report(counted, f"{TASKS} sends elsewhere: {loop}"))
     # The poll (every 5 s) may fall in the second the sends take: one claim.
     assert loop <= 1, _report(counted, f"{loop} claim-loop transactions")
