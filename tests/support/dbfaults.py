@@ -37,9 +37,12 @@ def break_connection(alias: str = "default") -> None:
     break_wrapper(conn)
 
 
-def break_wrapper(wrapper: BaseDatabaseWrapper) -> None:
-    """Break a connection, this thread's or one another thread opened and is not using
-    (a termination of every session, a server restart); its next query fails."""
+def break_wrapper(wrapper: BaseDatabaseWrapper, session: int | None = None) -> None:
+    """Break a connection, this thread's or one another thread opened (a termination of
+    every session, a server restart); its next query fails. For another thread's
+    connection pass the ``session`` that ``session_of`` read on that thread: the thread
+    may be in a query now, and a MariaDB connection must not be touched from two threads
+    at once (mysqlclient refuses)."""
     raw = wrapper.connection
     if raw is None:
         return
@@ -50,7 +53,16 @@ def break_wrapper(wrapper: BaseDatabaseWrapper) -> None:
         # are opened with check_same_thread=False).
         raw.close()
         return
-    server.end_session(wrapper)
+    server.end_session(wrapper, server.session(wrapper) if session is None else session)
+
+
+def session_of(wrapper: BaseDatabaseWrapper) -> int | None:
+    """The server session of ``wrapper``'s open connection (None without a server), read
+    on the thread that owns it, e.g. in a ``connection_created`` receiver."""
+    server = _SERVERS.get(wrapper.vendor)
+    if server is None or wrapper.connection is None:
+        return None
+    return server.session(wrapper)
 
 
 def spare(wrapper: BaseDatabaseWrapper) -> None:
@@ -77,10 +89,13 @@ def terminate_backends(wrapper: BaseDatabaseWrapper) -> int:
 PARENT = "mqlite-test-parent"
 
 
-def _pg_end_session(wrapper: BaseDatabaseWrapper) -> None:
+def _pg_session(wrapper: BaseDatabaseWrapper) -> int:
+    return int(wrapper.connection.info.backend_pid)
+
+
+def _pg_end_session(wrapper: BaseDatabaseWrapper, pid: int) -> None:
     import psycopg
 
-    pid = wrapper.connection.info.backend_pid
     with psycopg.connect(**wrapper.get_connection_params(), autocommit=True) as other:
         other.execute("SELECT pg_terminate_backend(%s)", [pid])
         deadline = time.monotonic() + 10
@@ -140,8 +155,11 @@ def _my_kill(other: Any, ids: list[int]) -> None:
         time.sleep(0.01)
 
 
-def _my_end_session(wrapper: BaseDatabaseWrapper) -> None:
-    session = wrapper.connection.thread_id()
+def _my_session(wrapper: BaseDatabaseWrapper) -> int:
+    return int(wrapper.connection.thread_id())
+
+
+def _my_end_session(wrapper: BaseDatabaseWrapper, session: int) -> None:
     other = _my_connect(wrapper)
     try:
         _my_kill(other, [session])
@@ -150,7 +168,7 @@ def _my_end_session(wrapper: BaseDatabaseWrapper) -> None:
 
 
 def _my_spare(wrapper: BaseDatabaseWrapper) -> None:
-    _spared.add(wrapper.connection.thread_id())
+    _spared.add(_my_session(wrapper))
 
 
 def _my_terminate_all(wrapper: BaseDatabaseWrapper) -> int:
@@ -171,18 +189,20 @@ def _my_terminate_all(wrapper: BaseDatabaseWrapper) -> int:
 class _Server:
     def __init__(
         self,
-        end_session: Callable[[BaseDatabaseWrapper], None],
+        session: Callable[[BaseDatabaseWrapper], int],
+        end_session: Callable[[BaseDatabaseWrapper, int], None],
         spare: Callable[[BaseDatabaseWrapper], None],
         terminate_all: Callable[[BaseDatabaseWrapper], int],
     ) -> None:
+        self.session = session
         self.end_session = end_session
         self.spare = spare
         self.terminate_all = terminate_all
 
 
 _SERVERS = {
-    "postgresql": _Server(_pg_end_session, _pg_spare, _pg_terminate_all),
-    "mysql": _Server(_my_end_session, _my_spare, _my_terminate_all),
+    "postgresql": _Server(_pg_session, _pg_end_session, _pg_spare, _pg_terminate_all),
+    "mysql": _Server(_my_session, _my_end_session, _my_spare, _my_terminate_all),
 }
 
 

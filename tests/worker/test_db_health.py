@@ -16,7 +16,7 @@ from django.test import override_settings
 import django_mqlite as mq
 from django_mqlite.consumers import Registry
 from django_mqlite.worker import Worker
-from tests.support.dbfaults import break_connection, break_wrapper
+from tests.support.dbfaults import break_connection, break_wrapper, session_of
 from tests.support.inprocess import burst
 from tests.support.procs import wait_for
 
@@ -75,11 +75,14 @@ def test_idle_threads_check_their_connections_once_one_is_found_lost() -> None:
     messages fails its first delivery. Without the check each idle handler thread failed
     one message on its broken connection (the fault suite's canary round)."""
     mq.create_queue("idle-lost", max_delivery_count=5)
-    opened: list[tuple[str, Any]] = []
+    opened: list[tuple[str, Any, int | None]] = []
 
     def record(sender: Any, connection: Any, **kwargs: Any) -> None:
         if threading.current_thread() is not test_thread:  # the worker's threads
-            opened.append((threading.current_thread().name, connection))
+            # The session is read here, on the thread that owns the connection: later
+            # that thread may be in a query (the main loop polls on MariaDB).
+            name = threading.current_thread().name
+            opened.append((name, connection, session_of(connection)))
 
     test_thread = threading.current_thread()
 
@@ -102,11 +105,11 @@ def test_idle_threads_check_their_connections_once_one_is_found_lost() -> None:
     try:
         mq.send_batch("idle-lost", [mq.OutMessage(i) for i in range(20)])
         wait_for(lambda: len(deliveries) == 20, timeout=30, what="the first round")
-        handlers = {name for name, _c in opened if name.startswith("mqlite-handler")}
+        handlers = {name for name, _c, _s in opened if name.startswith("mqlite-handler")}
         assert len(handlers) == 4, f"every handler thread has its connection: {opened}"
         time.sleep(0.2)  # the threads are idle, their connections open
-        for _name, wrapper in opened:  # every session of the worker ends
-            break_wrapper(wrapper)
+        for _name, wrapper, session in opened:  # every session of the worker ends
+            break_wrapper(wrapper, session)
         mq.send_batch("idle-lost", [mq.OutMessage(i) for i in range(20, 40)])
         wait_for(lambda: len(deliveries) == 40, timeout=30, what="the second round")
     finally:
