@@ -20,9 +20,12 @@ import json
 import os
 import threading
 import time
-from collections import Counter
 from contextlib import ExitStack
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tests.support.transactions import Transactions
 
 EVERY_S = 0.25
 ENV = "BENCH_COUNT_TX"
@@ -51,30 +54,23 @@ def install() -> None:
         ).start()
 
     def after_fork() -> None:
-        # The child counts its own from zero; the parent's lock may have been held by
-        # one of its threads at the fork.
-        counted.by_thread = Counter()
-        counted.statements = Counter()
-        counted._lock = threading.Lock()
+        counted.restart()  # the child counts its own from zero
         start()
 
     os.register_at_fork(after_in_child=after_fork)
     start()
 
 
-def _dump(counted: object, out: Path) -> None:
+def _dump(counted: Transactions, out: Path) -> None:
     last = -1
     path = out / str(os.getpid())
     while True:
-        n = counted.total()  # type: ignore[attr-defined]
-        if n != last:
+        now = counted.snapshot()
+        if now["total"] != last:
             tmp = path.with_suffix(".tmp")
-            with counted._lock:  # type: ignore[attr-defined]
-                by = {"total": n, "by_thread": dict(counted.by_thread)}  # type: ignore[attr-defined]
-                by["statements"] = dict(counted.statements)  # type: ignore[attr-defined]
-            tmp.write_text(json.dumps(by))
+            tmp.write_text(json.dumps(now))
             tmp.replace(path)
-            last = n
+            last = now["total"]
         time.sleep(EVERY_S)
 
 

@@ -48,6 +48,23 @@ class Transactions:
         with self._lock:
             return sum(n for name, n in self.by_thread.items() if name not in skip)
 
+    def snapshot(self) -> dict[str, Any]:
+        """The total, by thread and by statement, read together."""
+        with self._lock:
+            by_thread = dict(self.by_thread)
+            return {
+                "total": sum(by_thread.values()),
+                "by_thread": by_thread,
+                "statements": dict(self.statements),
+            }
+
+    def restart(self) -> None:
+        """Count from zero, in a forked child (whose copy of the lock may have been held
+        by one of the parent's threads at the fork: a new one)."""
+        self._lock = threading.Lock()
+        self.by_thread = Counter()
+        self.statements = Counter()
+
 
 @contextmanager
 def counting(alias: str = "default") -> Iterator[Transactions]:
