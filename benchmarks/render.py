@@ -983,6 +983,11 @@ BLOCKS: dict[str, tuple[str, Callable[[Data], str]]] = {
     "defaults-mariadb": ("defaults-mariadb.json", mariadb_defaults),
     "brokers-table": ("brokers.json", lambda d: brokers_table(d).strip()),
     "brokers-targets": ("brokers.json", brokers_targets),
+    "brokers-table-morning": (
+        "brokers-2026-12-07-morning.json",
+        lambda d: brokers_table(d).strip(),
+    ),
+    "brokers-targets-morning": ("brokers-2026-12-07-morning.json", brokers_targets),
     "brokers-table-late-night": (
         "brokers-2026-12-06-late-night.json",
         lambda d: brokers_table(d).strip(),
