@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import os
 import statistics
-import tempfile
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
+
+from .per_database import setup_script
 
 
 def _timed(gap: float, run: Callable[[], object]) -> float:
@@ -100,22 +100,10 @@ def table(samples: dict[str, dict[float, list[float]]], vendor: str, gap_ms: flo
 
 
 def main() -> None:
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "benchmarks.benchproject.settings")
-    os.environ.setdefault("BENCH_DB", "sqlite")
     os.environ["BENCH_SYSTEM"] = "mqlite"  # the worker's project: Tasks go to django-mqlite
-    if os.environ["BENCH_DB"] == "sqlite":
-        path = os.environ.setdefault(
-            "BENCH_SQLITE_PATH", str(Path(tempfile.gettempdir()) / "mqlite-gap-steps.sqlite3")
-        )
-        for suffix in ("", "-wal", "-shm"):
-            Path(path + suffix).unlink(missing_ok=True)
-    import django
-
-    django.setup()
-    from django.core.management import call_command
+    setup_script("mqlite-gap-steps.sqlite3")
     from django.db import connection
 
-    call_command("migrate", verbosity=0)
     gap_ms = float(os.environ.get("GAP_MS", "50"))
     samples = measure(int(os.environ.get("ROUNDS", "60")), gap_ms)
     print(table(samples, connection.vendor, gap_ms))

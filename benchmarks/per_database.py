@@ -20,6 +20,26 @@ def setup_child(db: str) -> None:
         from .child import _fresh_postgres
 
         _fresh_postgres(os.environ["BENCH_PG_NAME"])
+    _setup_django()
+
+
+def setup_script(sqlite_file: str) -> None:
+    """The set-up of a one-process measuring script (``benchmarks.wal_pages``,
+    ``benchmarks.gap_steps``): the bench project's settings on ``BENCH_DB`` (SQLite
+    unless set), for SQLite a fresh file ``sqlite_file`` in the temporary directory (or
+    ``BENCH_SQLITE_PATH``), Django set up, the schema migrated."""
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "benchmarks.benchproject.settings")
+    os.environ.setdefault("BENCH_DB", "sqlite")
+    if os.environ["BENCH_DB"] == "sqlite":
+        path = os.environ.setdefault(
+            "BENCH_SQLITE_PATH", str(Path(tempfile.gettempdir()) / sqlite_file)
+        )
+        for suffix in ("", "-wal", "-shm"):
+            Path(path + suffix).unlink(missing_ok=True)
+    _setup_django()
+
+
+def _setup_django() -> None:
     import django
 
     django.setup()

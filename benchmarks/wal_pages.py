@@ -22,6 +22,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .per_database import setup_script
+
 WAL_HEADER = 32
 FRAME_HEADER = 24
 
@@ -138,26 +140,13 @@ def table(system: str, steps: list[tuple[str, Any]]) -> list[str]:
 
 
 def main() -> None:
-    import tempfile
-
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "benchmarks.benchproject.settings")
-    os.environ.setdefault("BENCH_DB", "sqlite")
-    path = os.environ.setdefault(
-        "BENCH_SQLITE_PATH", str(Path(tempfile.gettempdir()) / "mqlite-wal-pages.sqlite3")
-    )
-    for suffix in ("", "-wal", "-shm"):
-        Path(path + suffix).unlink(missing_ok=True)
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
+    os.environ["BENCH_DB"] = "sqlite"  # the WAL's frames are what is read
+    setup_script("mqlite-wal-pages.sqlite3")
     import django_mqlite as mq
 
     from . import peers
     from .harness import reset
 
-    call_command("migrate", verbosity=0)
     mq.create_queue("bench")
     warm = int(os.environ.get("WARM", "50"))
     lines = ["| system | step | pages | pages by table or index | bytes |", "|---|---|---|---|---|"]
